@@ -1,0 +1,1 @@
+//! satpep-output (in progress).

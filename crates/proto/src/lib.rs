@@ -1,0 +1,25 @@
+//! satpep-proto: every satpep mechanism as a sans-IO state machine.
+//!
+//! Nothing in this crate reads a clock, sleeps, spawns a thread or touches a socket: time comes in
+//! as an [`Instant`] argument, packets come in as bytes, and what a mechanism wants done is pulled
+//! out through `poll_*` methods. The simulator drives these types in virtual time and the emulator
+//! drives the very same types in real time (see `../shared/DESIGN.md`).
+//!
+//! Call order for every [`Node`]: after any `handle_*` call or command, drain
+//! [`Node::poll_transmit`] until `None`, then read [`Node::poll_timeout`]. Time never goes
+//! backwards between calls; inputs at the same instant may arrive in any order.
+//!
+//! Layers inside the crate, bottom up: [`time`] and [`units`] → [`wire`] (header bytes) →
+//! [`tcp`] (endpoint model) and [`link`] (rate, delay, queue, errors).
+
+pub mod link;
+pub mod node;
+pub mod rand;
+pub mod tcp;
+pub mod time;
+pub mod units;
+pub mod wire;
+
+pub use node::{Node, Packet, PortId, Transmit};
+pub use time::{Bitrate, Duration, Instant};
+pub use units::ByteSize;

@@ -1,0 +1,1 @@
+//! satpep-scenario (in progress).

@@ -1,0 +1,1 @@
+//! satpep-sim (in progress).
