@@ -1,1 +1,234 @@
-//! satpep-scenario (in progress).
+//! satpep-scenario: the TOML scenario file — schema, loading, validation, defaults, `--set`
+//! overrides and `[sweep]`s. The format is documented key by key in `docs/scenario.md`.
+//!
+//! Loading goes: text → `toml::Table` (spans of every key kept aside) → `--set` overrides applied
+//! to the table → `[sweep]` taken out → the table walked and type-checked into a [`Scenario`]
+//! (names resolved to indices, defaults filled in, routes computed) → one more [`Scenario`] per
+//! sweep combination. Because overrides are applied before any check, an override is validated
+//! exactly like the file; every error is a [`ScenarioError`] naming the file (or the `--set`), the
+//! line and column, the full key path and what was expected. No input makes this crate panic.
+//!
+//! What is not modelled here: anything about running — the simulator decides what a node does
+//! with the [`Scenario`] it is given.
+
+mod build;
+mod error;
+mod keys;
+mod routes;
+mod spec;
+
+use std::path::Path;
+
+use toml::{Table, Value};
+
+pub use error::{Diagnostic, ScenarioError};
+pub use spec::{AppSpec, FlowSpec, LinkSpec, NodeKind, NodeSpec, OutputSpec, Scenario, SweepPoint};
+
+use keys::{KeyPath, Seg, Setter, Sources};
+
+/// Most combinations a `[sweep]` may expand to; more is almost certainly a mistake.
+pub const MAX_SWEEP_POINTS: usize = 10_000;
+
+/// The outcome of loading a scenario.
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    /// The scenario after overrides, without sweep assignments.
+    pub scenario: Scenario,
+    /// `scenario` written back in the file format with every default spelled out
+    /// ([`Scenario::to_table`]), for `run.json`; loading it again gives `scenario`.
+    pub resolved: Table,
+    /// One entry per `[sweep]` combination, in order (the first sweep key varies slowest);
+    /// empty when there is no `[sweep]`.
+    pub sweep: Vec<SweepPoint>,
+}
+
+/// Load the scenario file at `path`, apply `overrides` (`KEY=VALUE` strings as given to `--set`)
+/// and expand its `[sweep]`. The default scenario name is the file stem.
+pub fn load_file(path: &Path, overrides: &[String]) -> Result<Loaded, ScenarioError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+        path: origin.clone(),
+        source,
+    })?;
+    let stem = path.file_stem().map_or_else(
+        || "scenario".to_owned(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    load(&text, &origin, &stem, overrides)
+}
+
+/// Load a scenario from `text`; `origin` names it in error messages (a file name, or
+/// `<built-in>`). The default scenario name is the stem of `origin`, or `default` when `origin` is
+/// in angle brackets.
+pub fn load_str(text: &str, origin: &str, overrides: &[String]) -> Result<Loaded, ScenarioError> {
+    let stem = if origin.starts_with('<') {
+        "default".to_owned()
+    } else {
+        Path::new(origin).file_stem().map_or_else(
+            || "scenario".to_owned(),
+            |s| s.to_string_lossy().into_owned(),
+        )
+    };
+    load(text, origin, &stem, overrides)
+}
+
+/// The built-in scenario (`scenarios/default.toml`): a GEO path with a slow return link and
+/// three bulk flows. Load it with `load_str(default_scenario_text(), "<built-in>", &[])`.
+pub fn default_scenario_text() -> &'static str {
+    include_str!("../../../scenarios/default.toml")
+}
+
+fn load(
+    text: &str,
+    origin: &str,
+    default_name: &str,
+    overrides: &[String],
+) -> Result<Loaded, ScenarioError> {
+    let mut src = Sources::parse(origin, text)?;
+    // Sources::parse accepted the text, so this parse succeeds too; map the error anyway.
+    let mut table: Table = text.parse().map_err(|e: toml::de::Error| {
+        src.error(
+            &Table::new(),
+            &[],
+            format!("TOML syntax: {}", e.message().trim()),
+        )
+    })?;
+
+    for assignment in overrides {
+        let Some((key, value)) = assignment.split_once('=') else {
+            return Err(src.cli_error(
+                assignment,
+                None,
+                "expected KEY=VALUE, e.g. --set link.forward.rate=2Mbps",
+            ));
+        };
+        let path = keys::set_path(&mut table, key, keys::parse_value(value))
+            .map_err(|msg| src.cli_error(assignment, Some(key.trim().to_owned()), msg))?;
+        src.record(path, Setter::Cli(assignment.clone()));
+    }
+
+    let sweep = match table.remove("sweep") {
+        Some(v) => sweep_keys(&src, &table, v)?,
+        None => Vec::new(),
+    };
+    let scenario = build::build(&src, &table, default_name)?;
+    let points = sweep_points(&mut src, &table, default_name, &sweep)?;
+    Ok(Loaded {
+        resolved: scenario.to_table(),
+        scenario,
+        sweep: points,
+    })
+}
+
+/// One `[sweep]` entry: the key as written, its path in the file (for the line), its values.
+struct SweepKey {
+    key: String,
+    at: KeyPath,
+    values: Vec<Value>,
+}
+
+/// Flatten `[sweep]`: quoted dotted keys (`"link.forward.rate" = [...]`) and bare dotted keys
+/// (`link.forward.rate = [...]`, which TOML nests) both name a key path; each must hold a
+/// non-empty array.
+fn sweep_keys(
+    src: &Sources<'_>,
+    root: &Table,
+    sweep: Value,
+) -> Result<Vec<SweepKey>, ScenarioError> {
+    let at: KeyPath = vec![Seg::Key("sweep".into())];
+    let Value::Table(sweep) = sweep else {
+        return Err(src.error(root, &at, "expected a table `[sweep]` of key = [values]"));
+    };
+    let mut out = Vec::new();
+    let mut stack: Vec<(Vec<String>, KeyPath, Table)> = vec![(Vec::new(), at, sweep)];
+    while let Some((prefix, path, table)) = stack.pop() {
+        for (k, v) in table {
+            let mut name = prefix.clone();
+            name.push(k.clone());
+            let mut p = path.clone();
+            p.push(Seg::Key(k));
+            match v {
+                Value::Table(t) => stack.push((name, p, t)),
+                Value::Array(values) if !values.is_empty() => out.push(SweepKey { key: name.join("."), at: p, values }),
+                _ => {
+                    return Err(src.error(
+                        root,
+                        &p,
+                        format!("sweep `{}` needs a non-empty array of values, e.g. [\"1Mbps\", \"10Mbps\"]", name.join(".")),
+                    ))
+                }
+            }
+        }
+    }
+    // The stack visits nested tables after their siblings; put keys back in file order.
+    out.sort_by_key(|k| src.position(&k.at));
+    Ok(out)
+}
+
+/// Every combination of the sweep values, validated; the first key varies slowest.
+fn sweep_points(
+    src: &mut Sources<'_>,
+    base: &Table,
+    default_name: &str,
+    sweep: &[SweepKey],
+) -> Result<Vec<SweepPoint>, ScenarioError> {
+    if sweep.is_empty() {
+        return Ok(Vec::new());
+    }
+    let total = sweep.iter().try_fold(1usize, |acc, k| {
+        acc.checked_mul(k.values.len())
+            .filter(|&n| n <= MAX_SWEEP_POINTS)
+    });
+    let Some(total) = total else {
+        return Err(src.error(
+            base,
+            &[Seg::Key("sweep".into())],
+            format!("the sweep has more than {MAX_SWEEP_POINTS} combinations"),
+        ));
+    };
+    let keep = src.setter_count();
+    let mut points = Vec::with_capacity(total);
+    for n in 0..total {
+        // Mixed-radix digits of n, last key fastest.
+        let mut rest = n;
+        let mut choice = vec![0; sweep.len()];
+        for (i, k) in sweep.iter().enumerate().rev() {
+            choice[i] = rest % k.values.len();
+            rest /= k.values.len();
+        }
+        let assignments: Vec<(String, String)> = sweep
+            .iter()
+            .zip(&choice)
+            .map(|(k, &c)| (k.key.clone(), keys::value_as_written(&k.values[c])))
+            .collect();
+        let point = assignments
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut table = base.clone();
+        for (k, &c) in sweep.iter().zip(&choice) {
+            let path = keys::set_path(&mut table, &k.key, k.values[c].clone()).map_err(|msg| {
+                src.error(
+                    base,
+                    &k.at,
+                    format!("sweep key `{}` not found: {msg}", k.key),
+                )
+            })?;
+            src.record(
+                path,
+                Setter::Sweep {
+                    at: k.at.clone(),
+                    point: point.clone(),
+                },
+            );
+        }
+        let scenario = build::build(src, &table, default_name);
+        src.truncate_setters(keep);
+        points.push(SweepPoint {
+            assignments,
+            scenario: scenario?,
+        });
+    }
+    Ok(points)
+}

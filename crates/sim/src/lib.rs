@@ -1,1 +1,12 @@
-//! satpep-sim (in progress).
+//! satpep-sim: the deterministic discrete-event simulator.
+//!
+//! Builds hosts, routers and links from a [`satpep_scenario::Scenario`] and drives the sans-IO
+//! elements of `satpep-proto` in virtual time. Same scenario and seed give byte-identical outputs.
+
+pub mod apps;
+pub mod engine;
+pub mod host;
+pub mod router;
+mod world;
+
+pub use world::{Outputs, RunResult, Simulation};

@@ -43,21 +43,57 @@ pub enum QueueKind {
 }
 
 /// Queue settings. When both limits are given, a packet is dropped when either would be exceeded.
+///
+/// In a scenario file, giving only `limit_bytes` means "bytes only" (no packet limit); giving
+/// neither means the default of 100 packets. (A plain `#[serde(default)]` would silently keep the
+/// 100-packet limit beside a byte limit, and TOML has no `null` to switch it off.)
 #[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(from = "QueueConfigToml")]
 #[non_exhaustive]
 pub struct QueueConfig {
     /// Discipline. Default: `"drop_tail"`.
     pub kind: QueueKind,
-    /// Maximum packets waiting (not counting the one being serialised). Default: 100.
+    /// Maximum packets waiting (not counting the one being serialised). Default: 100 when
+    /// neither limit is given.
     pub limit_packets: Option<u32>,
-    /// Maximum bytes waiting. Default: no byte limit.
+    /// Maximum bytes waiting (not counting the packet being serialised); a packet longer than
+    /// this is always dropped. Default: no byte limit.
     pub limit_bytes: Option<ByteSize>,
 }
 
 impl Default for QueueConfig {
     fn default() -> Self {
-        Self { kind: QueueKind::DropTail, limit_packets: Some(100), limit_bytes: None }
+        Self {
+            kind: QueueKind::DropTail,
+            limit_packets: Some(100),
+            limit_bytes: None,
+        }
+    }
+}
+
+/// [`QueueConfig`] as written: absent limits stay absent, then [`From`] applies the default.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueueConfigToml {
+    #[serde(default)]
+    kind: QueueKind,
+    limit_packets: Option<u32>,
+    limit_bytes: Option<ByteSize>,
+}
+
+impl From<QueueConfigToml> for QueueConfig {
+    fn from(raw: QueueConfigToml) -> Self {
+        if raw.limit_packets.is_none() && raw.limit_bytes.is_none() {
+            return Self {
+                kind: raw.kind,
+                ..Self::default()
+            };
+        }
+        Self {
+            kind: raw.kind,
+            limit_packets: raw.limit_packets,
+            limit_bytes: raw.limit_bytes,
+        }
     }
 }
 
@@ -103,4 +139,227 @@ pub enum ErrorModelConfig {
 
 fn one() -> f64 {
     1.0
+}
+
+impl LinkConfig {
+    /// Checks every value, so that a scenario loader can reject a bad file before a run starts.
+    ///
+    /// The message begins with the key path inside the `[[link]]` table (`rate`,
+    /// `queue.limit_bytes`, `error.per`, …) and says what is expected. [`Link::new`] does not
+    /// panic on values this rejects, but their behaviour is not meaningful (a zero rate never
+    /// sends; probabilities are clamped to [0, 1]).
+    ///
+    /// [`Link::new`]: super::Link::new
+    pub fn validate(&self) -> Result<(), String> {
+        if self.rate.bps() == 0 {
+            return Err("rate: must be greater than 0 (e.g. \"10Mbps\")".to_owned());
+        }
+        self.queue.validate().map_err(|e| format!("queue.{e}"))?;
+        self.error.validate().map_err(|e| format!("error.{e}"))
+    }
+}
+
+impl QueueConfig {
+    /// Checks the limits; the message begins with the key inside the `queue` table.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.limit_packets == Some(0) {
+            return Err("limit_packets: must be at least 1".to_owned());
+        }
+        if self.limit_bytes == Some(ByteSize(0)) {
+            return Err("limit_bytes: must be at least 1 byte (e.g. \"720KB\")".to_owned());
+        }
+        if self.limit_packets.is_none() && self.limit_bytes.is_none() {
+            return Err(
+                "limit_packets: give limit_packets or limit_bytes; an unbounded queue \
+                        could grow without limit"
+                    .to_owned(),
+            );
+        }
+        Ok(())
+    }
+}
+
+impl ErrorModelConfig {
+    /// Checks probabilities (in [0, 1], not NaN) and list indices (from 1); the message begins
+    /// with the key inside the `error` table.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            Self::None => Ok(()),
+            Self::Per { per } => probability("per", *per),
+            Self::Ber { ber } => probability("ber", *ber),
+            Self::GilbertElliott {
+                p_good_bad,
+                p_bad_good,
+                per_good,
+                per_bad,
+            } => {
+                probability("p_good_bad", *p_good_bad)?;
+                probability("p_bad_good", *p_bad_good)?;
+                probability("per_good", *per_good)?;
+                probability("per_bad", *per_bad)
+            }
+            Self::List { packets } => match packets.contains(&0) {
+                true => Err(
+                    "packets: indices count from 1 (the first packet to arrive is 1)".to_owned(),
+                ),
+                false => Ok(()),
+            },
+        }
+    }
+}
+
+fn probability(key: &str, p: f64) -> Result<(), String> {
+    if (0.0..=1.0).contains(&p) {
+        return Ok(());
+    }
+    Err(format!("{key}: must be a probability in [0, 1], got {p}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::de::value::{Error as DeError, MapDeserializer, StrDeserializer};
+    use serde::de::{Deserializer, IntoDeserializer, Visitor};
+
+    use super::*;
+
+    /// A scalar as a self-describing format (TOML, JSON) presents it: digits as an integer,
+    /// anything else as a string, and `Some(_)` to an `Option` field (serde's own
+    /// `StrDeserializer` refuses that).
+    #[derive(Clone, Copy)]
+    struct Val(&'static str);
+
+    impl<'de> Deserializer<'de> for Val {
+        type Error = DeError;
+        fn deserialize_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, DeError> {
+            match self.0.parse::<u64>() {
+                Ok(n) => v.visit_u64(n), // a TOML integer
+                Err(_) => v.visit_str(self.0),
+            }
+        }
+        fn deserialize_option<V: Visitor<'de>>(self, v: V) -> Result<V::Value, DeError> {
+            v.visit_some(self)
+        }
+        fn deserialize_enum<V: Visitor<'de>>(
+            self,
+            name: &'static str,
+            variants: &'static [&'static str],
+            v: V,
+        ) -> Result<V::Value, DeError> {
+            let inner: StrDeserializer<'_, DeError> = self.0.into_deserializer();
+            inner.deserialize_enum(name, variants, v)
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            unit unit_struct newtype_struct seq tuple tuple_struct map struct identifier ignored_any
+        }
+    }
+
+    impl IntoDeserializer<'_, DeError> for Val {
+        type Deserializer = Self;
+        fn into_deserializer(self) -> Self {
+            self
+        }
+    }
+
+    fn queue_from(pairs: &[(&'static str, &'static str)]) -> Result<QueueConfig, DeError> {
+        let pairs = pairs.iter().map(|&(k, v)| (k, Val(v)));
+        QueueConfig::deserialize(MapDeserializer::<_, DeError>::new(pairs))
+    }
+
+    #[test]
+    fn link_defaults_are_valid() {
+        assert_eq!(LinkConfig::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn queue_limits_as_written() {
+        // Neither limit: 100 packets.
+        let q = queue_from(&[]).unwrap();
+        assert_eq!((q.limit_packets, q.limit_bytes), (Some(100), None));
+        // Bytes only: no packet limit sneaks in from the default.
+        let q = queue_from(&[("limit_bytes", "3000")]).unwrap();
+        assert_eq!(
+            (q.limit_packets, q.limit_bytes),
+            (None, Some(ByteSize(3000)))
+        );
+        let q = queue_from(&[("kind", "drop_tail"), ("limit_bytes", "64KiB")]).unwrap();
+        assert_eq!(
+            (q.limit_packets, q.limit_bytes),
+            (None, Some(ByteSize(65_536)))
+        );
+        // Both: both kept.
+        let q = queue_from(&[("limit_packets", "20"), ("limit_bytes", "30KB")]).unwrap();
+        assert_eq!(
+            (q.limit_packets, q.limit_bytes),
+            (Some(20), Some(ByteSize(30_000)))
+        );
+        assert!(queue_from(&[("limt_bytes", "3000")]).is_err());
+    }
+
+    #[test]
+    fn validate_names_the_key() {
+        let mut c = LinkConfig {
+            rate: Bitrate(0),
+            ..LinkConfig::default()
+        };
+        assert!(c.validate().unwrap_err().starts_with("rate:"));
+        c.rate = Bitrate(1_000_000);
+        c.queue.limit_packets = Some(0);
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .starts_with("queue.limit_packets:"));
+        c.queue.limit_packets = None;
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .starts_with("queue.limit_packets:"));
+        c.queue.limit_bytes = Some(ByteSize(0));
+        assert!(c.validate().unwrap_err().starts_with("queue.limit_bytes:"));
+        c.queue.limit_bytes = Some(ByteSize(1500));
+        assert_eq!(c.validate(), Ok(()));
+
+        let bad = [
+            (ErrorModelConfig::Per { per: 1.5 }, "error.per:"),
+            (ErrorModelConfig::Ber { ber: -1e-9 }, "error.ber:"),
+            (ErrorModelConfig::Per { per: f64::NAN }, "error.per:"),
+            (
+                ErrorModelConfig::GilbertElliott {
+                    p_good_bad: 0.1,
+                    p_bad_good: 2.0,
+                    per_good: 0.0,
+                    per_bad: 1.0,
+                },
+                "error.p_bad_good:",
+            ),
+            (
+                ErrorModelConfig::List {
+                    packets: vec![3, 0],
+                },
+                "error.packets:",
+            ),
+        ];
+        for (error, key) in bad {
+            let c = LinkConfig {
+                error,
+                ..LinkConfig::default()
+            };
+            let msg = c.validate().unwrap_err();
+            assert!(msg.starts_with(key), "{msg}");
+        }
+        let good = ErrorModelConfig::GilbertElliott {
+            p_good_bad: 0.0,
+            p_bad_good: 1.0,
+            per_good: 0.0,
+            per_bad: 1.0,
+        };
+        assert_eq!(
+            LinkConfig {
+                error: good,
+                ..LinkConfig::default()
+            }
+            .validate(),
+            Ok(())
+        );
+    }
 }

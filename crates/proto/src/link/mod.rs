@@ -3,7 +3,26 @@
 //! the emulator run the same link code.
 //!
 //! Port 0 is both the input (packets to send) and the output (packets delivered at the far end).
+//!
+//! ```text
+//! handle_packet ─▶ queue (QueueDisc) ─▶ serialiser (rate) ─▶ error model ─▶ delay line ─▶ poll_transmit
+//!                   │ refused: queue_drops                    │ corrupted: error_drops
+//! ```
+//!
+//! What the model leaves out: no per-bit timing inside a packet, no link-layer framing or FEC
+//! (put their overhead in the rate), no retransmission at the link layer, and a constant
+//! propagation delay (no orbit motion, no jitter), so packets never overtake each other.
 
 mod config;
+mod drop_tail;
+mod error_model;
+mod p2p;
+mod queue;
+mod stats;
 
 pub use config::{ErrorModelConfig, LinkConfig, QueueConfig, QueueKind};
+pub use drop_tail::DropTail;
+pub use error_model::{ber_loss_probability, ErrorModel};
+pub use p2p::Link;
+pub use queue::{AnyQueue, Fifo, QueueDisc, QueuedPacket};
+pub use stats::LinkStats;

@@ -11,11 +11,19 @@ pub struct SeqNumber(pub u32);
 impl SeqNumber {
     /// The larger of two sequence numbers.
     pub fn max(self, other: Self) -> Self {
-        if self >= other { self } else { other }
+        if self >= other {
+            self
+        } else {
+            other
+        }
     }
     /// The smaller of two sequence numbers.
     pub fn min(self, other: Self) -> Self {
-        if self <= other { self } else { other }
+        if self <= other {
+            self
+        } else {
+            other
+        }
     }
 }
 

@@ -1,0 +1,248 @@
+//! `summary.json` (totals of one run) and `run.json` (what is needed to reproduce it).
+//!
+//! Keys come out in field order and floats through `serde_json`'s shortest round-trip
+//! formatting, so equal runs give equal bytes. There is deliberately no wall-clock field
+//! (start date, elapsed time, host name): determinism tests compare these files byte for byte.
+//! Non-finite floats have no JSON form (`serde_json` would write `null` and then fail to read
+//! it back), so producers must not put NaN or infinity here; [`goodput_bps`] never returns one.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use satpep_proto::Instant;
+use serde::{Deserialize, Serialize};
+
+/// File name of the run summary.
+pub const SUMMARY_JSON: &str = "summary.json";
+/// File name of the reproducibility record.
+pub const RUN_JSON: &str = "run.json";
+
+/// Totals of one run: written as `summary.json`, rendered by [`crate::render_table`], and
+/// reduced to one `sweep.csv` row by [`crate::SweepRow::from_summary`].
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+pub struct Summary {
+    /// Scenario name (from the scenario file).
+    pub scenario: String,
+    /// Seed of the run's random generators.
+    pub seed: u64,
+    /// Simulated (or emulated) time covered (s).
+    pub sim_time_s: f64,
+    /// Events processed by the driver (simulator: event-queue pops; emulator: packets + timers).
+    pub events: u64,
+    /// One entry per TCP flow, in scenario order.
+    pub flows: Vec<FlowSummary>,
+    /// One entry per link, in scenario order.
+    pub links: Vec<LinkSummary>,
+}
+
+/// Totals of one TCP flow.
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+pub struct FlowSummary {
+    /// Flow name (from the scenario).
+    pub name: String,
+    /// Sending host.
+    pub from: String,
+    /// Receiving host.
+    pub to: String,
+    /// Congestion control algorithm (e.g. `"newreno"`, `"cubic"`).
+    pub cc: String,
+    /// Loss recovery scheme (e.g. `"newreno"`, `"sack"`).
+    pub recovery: String,
+    /// When the flow's application started (s since scenario start).
+    pub start_s: f64,
+    /// From start to the last byte acknowledged (bulk transfer) or the last response received
+    /// (request/response) (s); `None` when the flow had not finished by the end of the run.
+    pub completion_time_s: Option<f64>,
+    /// Bytes cumulatively acknowledged to the sender.
+    pub bytes_acked: u64,
+    /// Bytes delivered in order to the receiving application.
+    pub bytes_delivered: u64,
+    /// `bytes_delivered × 8 / (completion or end of run − start)` (bit/s); see [`goodput_bps`].
+    pub goodput_bps: f64,
+    /// Data segments sent, retransmissions included.
+    pub segments_sent: u64,
+    /// Segments retransmitted (all causes).
+    pub retransmissions: u64,
+    /// Fast retransmits (RFC 5681 §3.2 / RFC 6582): entries into fast recovery.
+    pub fast_retransmits: u64,
+    /// Retransmission timer expirations (RFC 6298).
+    pub rto_expirations: u64,
+    /// Duplicate ACKs received by the sender (RFC 5681 definition).
+    pub dup_acks: u64,
+    /// Mean of the RTT samples taken (ms); `None` when there was none.
+    pub mean_srtt_ms: Option<f64>,
+    /// Largest congestion window reached (bytes).
+    pub max_cwnd_bytes: u64,
+}
+
+/// Totals of one link (one direction).
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+pub struct LinkSummary {
+    /// Link name (from the scenario).
+    pub name: String,
+    /// Node at the input end.
+    pub from: String,
+    /// Node at the output end.
+    pub to: String,
+    /// Serialisation rate (bit/s).
+    pub rate_bps: u64,
+    /// One-way propagation delay (ms).
+    pub delay_ms: f64,
+    /// Fraction of the run the serialiser was busy, 0 to 1.
+    pub utilisation: f64,
+    /// Packets that left the link.
+    pub delivered_packets: u64,
+    /// Bytes that left the link (on-the-wire lengths).
+    pub delivered_bytes: u64,
+    /// Packets dropped because the queue was full.
+    pub queue_drops: u64,
+    /// Packets dropped by the error model.
+    pub error_drops: u64,
+    /// Time-weighted mean queue length (packets).
+    pub mean_queue_packets: f64,
+    /// Largest queue length seen (packets).
+    pub max_queue_packets: u64,
+    /// Time-weighted mean queue length (bytes).
+    pub mean_queue_bytes: f64,
+}
+
+impl Summary {
+    /// Writes `dir/summary.json` (pretty, newline-terminated) and returns its path.
+    pub fn write_json(&self, dir: impl AsRef<Path>) -> io::Result<PathBuf> {
+        let path = dir.as_ref().join(SUMMARY_JSON);
+        write_pretty(&path, self)?;
+        Ok(path)
+    }
+
+    /// Reads a `summary.json` written by [`write_json`](Self::write_json).
+    pub fn read_json(path: impl AsRef<Path>) -> io::Result<Self> {
+        let text = fs::read_to_string(path)?;
+        serde_json::from_str(&text).map_err(io::Error::from)
+    }
+}
+
+/// Goodput of `bytes` delivered between `start` and `end` (bit/s); 0 for an empty interval
+/// (never NaN or infinity, which JSON cannot hold).
+pub fn goodput_bps(bytes: u64, start: Instant, end: Instant) -> f64 {
+    let span = end.saturating_since(start).as_secs_f64();
+    if span > 0.0 {
+        bytes as f64 * 8.0 / span
+    } else {
+        0.0
+    }
+}
+
+/// Writes `dir/run.json`: `{ "satpep_version": …, "seed": …, "scenario": {…} }` with the fully
+/// resolved scenario (defaults filled in, overrides applied), so that the run can be repeated
+/// exactly. Returns its path.
+///
+/// Key order inside `scenario` is that of its `Serialize` impl: use structs and `BTreeMap`s
+/// (not `HashMap`s) there to keep the file deterministic.
+pub fn write_run_json(
+    dir: impl AsRef<Path>,
+    version: &str,
+    seed: u64,
+    resolved_scenario: &impl Serialize,
+) -> io::Result<PathBuf> {
+    #[derive(Serialize)]
+    struct Run<'a, S> {
+        satpep_version: &'a str,
+        seed: u64,
+        scenario: &'a S,
+    }
+    let path = dir.as_ref().join(RUN_JSON);
+    write_pretty(&path, &Run { satpep_version: version, seed, scenario: resolved_scenario })?;
+    Ok(path)
+}
+
+fn write_pretty(path: &Path, value: &impl Serialize) -> io::Result<()> {
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    fs::write(path, text)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// A two-flow, one-link summary with round numbers, shared by the other modules' tests.
+    pub(crate) fn example() -> Summary {
+        let flow = |name: &str, goodput: f64, done: Option<f64>| FlowSummary {
+            name: name.into(),
+            from: "server".into(),
+            to: "client".into(),
+            cc: "newreno".into(),
+            recovery: "sack".into(),
+            start_s: 0.0,
+            completion_time_s: done,
+            bytes_acked: 1_000_000,
+            bytes_delivered: 1_000_000,
+            goodput_bps: goodput,
+            segments_sent: 700,
+            retransmissions: 5,
+            fast_retransmits: 2,
+            rto_expirations: 1,
+            dup_acks: 9,
+            mean_srtt_ms: Some(561.5),
+            max_cwnd_bytes: 262_144,
+        };
+        Summary {
+            scenario: "geo".into(),
+            seed: 7,
+            sim_time_s: 30.0,
+            events: 123_456,
+            flows: vec![flow("bulk0", 4_000_000.0, Some(2.5)), flow("bulk1", 2_000_000.0, None)],
+            links: vec![LinkSummary {
+                name: "sat_fwd".into(),
+                from: "gw".into(),
+                to: "term".into(),
+                rate_bps: 10_000_000,
+                delay_ms: 280.0,
+                utilisation: 0.6,
+                delivered_packets: 4_000,
+                delivered_bytes: 6_000_000,
+                queue_drops: 3,
+                error_drops: 4,
+                mean_queue_packets: 12.25,
+                max_queue_packets: 100,
+                mean_queue_bytes: 18_375.0,
+            }],
+        }
+    }
+
+    #[test]
+    fn summary_json_round_trips_and_keeps_field_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = example().write_json(dir.path()).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("{\n  \"scenario\": \"geo\",\n  \"seed\": 7,\n  \"sim_time_s\": 30.0,"));
+        assert!(text.contains("\"completion_time_s\": null"));
+        assert!(text.ends_with("}\n"));
+        assert_eq!(Summary::read_json(&path).unwrap(), example());
+        // Same value, same bytes.
+        let again = example().write_json(dir.path()).unwrap();
+        assert_eq!(fs::read_to_string(again).unwrap(), text);
+    }
+
+    #[test]
+    fn run_json_wraps_the_resolved_scenario() {
+        let dir = tempfile::tempdir().unwrap();
+        let scenario = BTreeMap::from([("duration", "30s"), ("name", "geo")]);
+        let path = write_run_json(dir.path(), "0.1.0", 42, &scenario).unwrap();
+        assert_eq!(
+            fs::read_to_string(path).unwrap(),
+            "{\n  \"satpep_version\": \"0.1.0\",\n  \"seed\": 42,\n  \"scenario\": {\n    \
+             \"duration\": \"30s\",\n    \"name\": \"geo\"\n  }\n}\n"
+        );
+    }
+
+    #[test]
+    fn goodput_is_bits_over_seconds_and_zero_for_empty_interval() {
+        let t = |ms: u64| Instant(ms * 1_000_000);
+        assert_eq!(goodput_bps(1_250_000, t(500), t(1_500)), 10_000_000.0);
+        assert_eq!(goodput_bps(1_000, t(3), t(3)), 0.0);
+        assert_eq!(goodput_bps(1_000, t(5), t(3)), 0.0);
+    }
+}

@@ -1,0 +1,280 @@
+//! The simplex point-to-point link: queue → serialiser → error model → propagation delay.
+//!
+//! Timing, exactly: a packet that finds the serialiser idle and the queue empty starts at its
+//! arrival instant; one that waits starts at the very instant the previous packet's last bit
+//! left (the scheduled finish, not the instant the driver happened to call us), so back-to-back
+//! packets leave exactly `tx_time` apart. A packet is corrupted or not when its serialisation
+//! completes, and is delivered `delay` later. All events at one instant are applied
+//! "completions first": a packet arriving at the instant the serialiser frees a queue slot
+//! finds that slot free, whichever order the driver feeds the two in.
+//!
+//! Serialisation completions are applied lazily by every input (`handle_*`, `poll_transmit`,
+//! `set_rate`), so a driver that wakes us late changes nothing but the instant packets come out.
+//! Delivered packets wait in one FIFO delay line (the delay is constant, so they leave in
+//! order): no timer or allocation per packet.
+
+use std::collections::VecDeque;
+
+use super::config::LinkConfig;
+use super::error_model::ErrorModel;
+use super::queue::{AnyQueue, QueueDisc, QueuedPacket};
+use super::stats::LinkStats;
+use crate::node::{Node, Packet, PortId, Transmit};
+use crate::rand::Rng;
+use crate::time::{Bitrate, Duration, Instant};
+
+/// A simplex link with a rate, a propagation delay, a queue discipline and an error model.
+///
+/// Ports: packets to send enter on any port (port 0 by convention) and leave on port 0 at the
+/// far end.
+///
+/// - Getters: [`stats`](Self::stats), [`stats_at`](Self::stats_at),
+///   [`queue_len_packets`](Self::queue_len_packets), [`queue_len_bytes`](Self::queue_len_bytes),
+///   [`in_flight`](Self::in_flight), [`is_busy`](Self::is_busy), [`rate`](Self::rate),
+///   [`delay`](Self::delay), and the run figures [`utilisation`](Self::utilisation),
+///   [`mean_queue_packets`](Self::mean_queue_packets),
+///   [`mean_queue_bytes`](Self::mean_queue_bytes).
+/// - Inputs: [`Node::handle_packet`], [`Node::handle_timeout`].
+/// - Commands: [`set_rate`](Self::set_rate).
+/// - Outputs: [`Node::poll_transmit`], [`Node::poll_timeout`].
+///
+/// Call order (the [`Node`] contract): after any input or command, drain `poll_transmit` until
+/// `None`, then read `poll_timeout`, and call `handle_timeout` at (or after) that instant.
+#[derive(Clone, Debug)]
+pub struct Link {
+    rate: Bitrate,
+    delay: Duration,
+    queue: AnyQueue,
+    errors: ErrorModel,
+    serialising: Option<Serialising>,
+    delay_line: VecDeque<InFlight>,
+    /// Instant up to which the queue integrals in `stats` are summed.
+    queue_since: Instant,
+    stats: LinkStats,
+}
+
+/// The packet on the serialiser.
+#[derive(Clone, Debug)]
+struct Serialising {
+    entry: QueuedPacket,
+    start: Instant,
+    /// When its last bit leaves.
+    finish: Instant,
+}
+
+/// A packet propagating to the far end.
+#[derive(Clone, Debug)]
+struct InFlight {
+    due: Instant,
+    pkt: Packet,
+}
+
+impl Link {
+    /// A link as `config` describes; its error model draws from `rng` (give each link its own,
+    /// e.g. [`Rng::for_component`] with the link's name).
+    ///
+    /// Check `config` with [`LinkConfig::validate`] first: out-of-range values do not panic
+    /// here, but a zero rate never sends and probabilities are clamped to [0, 1].
+    pub fn new(config: &LinkConfig, rng: Rng) -> Self {
+        Self {
+            rate: config.rate,
+            delay: config.delay,
+            queue: AnyQueue::from_config(&config.queue),
+            errors: ErrorModel::new(&config.error, rng),
+            serialising: None,
+            delay_line: VecDeque::new(),
+            queue_since: Instant::ZERO,
+            stats: LinkStats::default(),
+        }
+    }
+
+    /// Change the serialisation rate at `now` (e.g. a new DAMA grant).
+    ///
+    /// The new rate applies to every packet whose serialisation starts at or after `now`; a
+    /// packet already on the serialiser keeps its finish time. A packet that started at exactly
+    /// `now` is re-timed, so the outcome does not depend on whether the driver delivers a packet
+    /// or this command first. A zero rate pauses the link after the current packet (that packet
+    /// keeps its old rate); a later non-zero rate resumes it at that instant.
+    pub fn set_rate(&mut self, now: Instant, rate: Bitrate) {
+        self.advance(now);
+        self.rate = rate;
+        match &mut self.serialising {
+            Some(s) if s.start == now && rate.bps() > 0 => {
+                s.finish = now + rate.tx_time(s.entry.pkt.wire_len());
+            }
+            Some(_) => {}
+            None => self.start_next(now),
+        }
+    }
+
+    /// Counters as of the last input (queue integrals summed up to the last queue change, busy
+    /// time up to the last completed packet). For figures over a run, use
+    /// [`stats_at`](Self::stats_at).
+    pub fn stats(&self) -> LinkStats {
+        self.stats
+    }
+
+    /// Counters with the time-weighted ones (queue integrals, busy time) brought up to `now`.
+    ///
+    /// Exact when the driver has handled every event before `now` (the [`Node`] contract).
+    pub fn stats_at(&self, now: Instant) -> LinkStats {
+        let mut s = self.stats;
+        let dt = u128::from(now.saturating_since(self.queue_since).as_nanos());
+        s.queue_packet_ns += self.queue.len_packets() as u128 * dt;
+        s.queue_byte_ns += u128::from(self.queue.len_bytes()) * dt;
+        if let Some(ser) = &self.serialising {
+            s.busy_ns += now.min(ser.finish).saturating_since(ser.start).as_nanos();
+        }
+        s
+    }
+
+    /// Fraction of [0, `now`] the serialiser was busy.
+    pub fn utilisation(&self, now: Instant) -> f64 {
+        self.stats_at(now).utilisation(now)
+    }
+
+    /// Time-average number of packets waiting over [0, `now`] (not counting the one being
+    /// serialised).
+    pub fn mean_queue_packets(&self, now: Instant) -> f64 {
+        self.stats_at(now).mean_queue_packets(now)
+    }
+
+    /// Time-average number of bytes waiting over [0, `now`].
+    pub fn mean_queue_bytes(&self, now: Instant) -> f64 {
+        self.stats_at(now).mean_queue_bytes(now)
+    }
+
+    /// Packets waiting in the queue (not the one being serialised).
+    pub fn queue_len_packets(&self) -> usize {
+        self.queue.len_packets()
+    }
+
+    /// Bytes waiting in the queue.
+    pub fn queue_len_bytes(&self) -> u64 {
+        self.queue.len_bytes()
+    }
+
+    /// Packets propagating (serialised, not corrupted, not yet delivered).
+    pub fn in_flight(&self) -> usize {
+        self.delay_line.len()
+    }
+
+    /// True while a packet is on the serialiser.
+    pub fn is_busy(&self) -> bool {
+        self.serialising.is_some()
+    }
+
+    /// The current serialisation rate.
+    pub fn rate(&self) -> Bitrate {
+        self.rate
+    }
+
+    /// The propagation delay.
+    pub fn delay(&self) -> Duration {
+        self.delay
+    }
+
+    /// The queue discipline (to inspect what waits).
+    pub fn queue(&self) -> &AnyQueue {
+        &self.queue
+    }
+
+    /// Apply every serialisation completion at or before `now`, in order, each at its own
+    /// scheduled instant.
+    fn advance(&mut self, now: Instant) {
+        while let Some(done) = self.serialising.take_if(|s| s.finish <= now) {
+            let t = done.finish;
+            self.stats.busy_ns += t.saturating_since(done.start).as_nanos();
+            let QueuedPacket { pkt, arrival, .. } = done.entry;
+            if self.errors.is_corrupted(arrival, pkt.wire_len()) {
+                self.stats.error_drops += 1;
+            } else {
+                self.delay_line.push_back(InFlight {
+                    due: t + self.delay,
+                    pkt,
+                });
+            }
+            self.start_next(t);
+        }
+    }
+
+    /// Put the head of the queue on the idle serialiser at `t`, unless paused by a zero rate.
+    fn start_next(&mut self, t: Instant) {
+        if self.rate.bps() == 0 {
+            return;
+        }
+        self.account_queue(t);
+        if let Some(entry) = self.queue.dequeue(t) {
+            let finish = t + self.rate.tx_time(entry.pkt.wire_len());
+            self.serialising = Some(Serialising {
+                entry,
+                start: t,
+                finish,
+            });
+        }
+    }
+
+    /// Sum the queue integrals up to `t`; call before every change of the queue.
+    fn account_queue(&mut self, t: Instant) {
+        let dt = u128::from(t.saturating_since(self.queue_since).as_nanos());
+        self.stats.queue_packet_ns += self.queue.len_packets() as u128 * dt;
+        self.stats.queue_byte_ns += u128::from(self.queue.len_bytes()) * dt;
+        self.queue_since = self.queue_since.max(t);
+    }
+}
+
+impl Node for Link {
+    /// A packet to send entered the link. It is counted as arrival number
+    /// `stats().arrivals` (the index the `List` error model uses), offered to the queue
+    /// discipline, and put straight on the serialiser if that is idle.
+    fn handle_packet(&mut self, now: Instant, _port: PortId, pkt: Packet) {
+        self.advance(now);
+        self.stats.arrivals += 1;
+        let entry = QueuedPacket {
+            pkt,
+            arrival: self.stats.arrivals,
+            enqueued_at: now,
+        };
+        self.account_queue(now);
+        if self.queue.enqueue(now, entry).is_err() {
+            self.stats.queue_drops += 1;
+        }
+        if self.serialising.is_none() {
+            self.start_next(now);
+        }
+        // After the possible immediate start: a packet that never waited does not count.
+        let s = &mut self.stats;
+        s.max_queue_packets = s.max_queue_packets.max(self.queue.len_packets() as u64);
+        s.max_queue_bytes = s.max_queue_bytes.max(self.queue.len_bytes());
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.advance(now);
+    }
+
+    fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        self.advance(now);
+        if self.delay_line.front()?.due > now {
+            return None;
+        }
+        let InFlight { pkt, .. } = self.delay_line.pop_front()?;
+        self.stats.delivered_packets += 1;
+        self.stats.delivered_bytes += pkt.wire_len();
+        Some(Transmit {
+            port: PortId(0),
+            pkt,
+        })
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        let finish = self.serialising.as_ref().map(|s| s.finish);
+        let due = self.delay_line.front().map(|f| f.due);
+        match (finish, due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,153 @@
+//! CUBIC (RFC 9438): window growth as a cubic function of the time since the last reduction,
+//! with the Reno-friendly region (§4.3) and fast convergence (§4.7). Slow start is RFC 5681's
+//! (no HyStart, which RFC 9438 leaves optional; Linux runs HyStart — see docs/validation.md).
+
+use super::{slow_start, CongestionControl, Window};
+use crate::time::{Duration, Instant};
+
+/// C in segments/s³ (§5.1).
+const C: f64 = 0.4;
+/// β_cubic, the multiplicative decrease factor (§4.6).
+const BETA: f64 = 0.7;
+
+/// CUBIC state, in segments where the RFC uses segments.
+#[derive(Clone, Debug, Default)]
+pub struct Cubic {
+    /// W_max: window before the last reduction (segments).
+    w_max: f64,
+    /// W_max before that, for fast convergence.
+    w_last_max: f64,
+    /// Start of the current congestion-avoidance epoch.
+    epoch_start: Option<Instant>,
+    /// K: time (s) the cubic function takes to reach W_max.
+    k: f64,
+    /// W_est: the Reno-friendly estimate (segments).
+    w_est: f64,
+    /// cwnd at the start of the epoch (segments).
+    cwnd_epoch: f64,
+}
+
+impl Cubic {
+    /// W_cubic(t) in segments (eq. 1).
+    fn w_cubic(&self, t: f64) -> f64 {
+        C * (t - self.k).powi(3) + self.w_max
+    }
+
+    fn reduce(&mut self, w: &mut Window) {
+        let cwnd = w.cwnd as f64 / w.mss as f64;
+        // Fast convergence (§4.7).
+        self.w_max = if cwnd < self.w_last_max {
+            cwnd * (1.0 + BETA) / 2.0
+        } else {
+            cwnd
+        };
+        self.w_last_max = cwnd;
+        self.epoch_start = None;
+        w.ssthresh = ((w.cwnd as f64 * BETA) as u64).max(2 * w.mss);
+    }
+}
+
+impl CongestionControl for Cubic {
+    fn on_ack(&mut self, now: Instant, acked: u64, w: &mut Window, srtt: Option<Duration>) {
+        if w.in_slow_start() {
+            slow_start(acked, w);
+            return;
+        }
+        let mss = w.mss as f64;
+        let cwnd = w.cwnd as f64 / mss;
+        let epoch = *self.epoch_start.get_or_insert_with(|| {
+            // §4.2: a new epoch starts at the first ACK in congestion avoidance.
+            self.cwnd_epoch = cwnd;
+            self.w_est = cwnd;
+            if self.w_max < cwnd {
+                self.w_max = cwnd;
+            }
+            self.k = ((self.w_max - cwnd).max(0.0) / C).cbrt();
+            now
+        });
+        let t = now.saturating_since(epoch).as_secs_f64();
+        let rtt = srtt.map_or(0.0, Duration::as_secs_f64);
+        let segs_acked = acked as f64 / mss;
+        // Reno-friendly estimate (§4.3, eq. 4): α = 3(1−β)/(1+β) until W_max, then 1.
+        let alpha = if self.w_est < self.w_max {
+            3.0 * (1.0 - BETA) / (1.0 + BETA)
+        } else {
+            1.0
+        };
+        self.w_est += alpha * segs_acked / cwnd;
+        let w_cubic_now = self.w_cubic(t);
+        let new_cwnd = if w_cubic_now < self.w_est {
+            self.w_est
+        } else {
+            // §4.4/§4.5: aim for W_cubic(t + RTT), clamped to [cwnd, 1.5·cwnd].
+            let target = self.w_cubic(t + rtt).clamp(cwnd, 1.5 * cwnd);
+            cwnd + (target - cwnd) / cwnd * segs_acked
+        };
+        w.cwnd = ((new_cwnd * mss) as u64).max(w.cwnd);
+    }
+
+    fn on_congestion(&mut self, _now: Instant, _flight: u64, w: &mut Window) {
+        self.reduce(w);
+        w.cwnd = w.ssthresh;
+    }
+
+    fn on_rto(&mut self, _now: Instant, _flight: u64, w: &mut Window) {
+        self.reduce(w);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reduction_is_beta_and_window_returns_to_w_max_after_k() {
+        let mss = 1000;
+        let mut w = Window {
+            cwnd: 100 * mss,
+            ssthresh: u64::MAX,
+            mss,
+        };
+        let mut c = Cubic::default();
+        c.on_congestion(Instant::ZERO, w.cwnd, &mut w);
+        assert_eq!(w.cwnd, 70 * mss);
+        assert_eq!(w.ssthresh, 70 * mss);
+        // K = cbrt(100·0.3/0.4) = cbrt(75) ≈ 4.217 s. Feed one ACK per segment every 10 ms
+        // (RTT 100 ms, window-sized bursts are irrelevant for the cubic curve).
+        let rtt = Duration::from_millis(100);
+        let mut now = Instant::ZERO;
+        while now < Instant(4_217_000_000) {
+            now += Duration::from_millis(10);
+            c.on_ack(now, mss, &mut w, Some(rtt));
+        }
+        let seg = w.cwnd as f64 / mss as f64;
+        // At t ≈ K the window (aiming one RTT ahead) is close to W_max = 100.
+        assert!((98.0..=101.5).contains(&seg), "cwnd at K = {seg}");
+        // Fast convergence: a second loss below the previous W_max lowers W_max further.
+        w.cwnd = 90 * mss;
+        c.on_congestion(now, w.cwnd, &mut w);
+        assert!((c.w_max - 90.0 * 1.7 / 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn reno_friendly_region_dominates_at_small_windows_and_short_rtt() {
+        // With a tiny W_max and 10 ms RTT, cubic growth is slower than Reno's: W_est wins.
+        let mss = 1000;
+        let mut w = Window {
+            cwnd: 10 * mss,
+            ssthresh: u64::MAX,
+            mss,
+        };
+        let mut c = Cubic::default();
+        c.on_congestion(Instant::ZERO, w.cwnd, &mut w);
+        let start = w.cwnd;
+        let mut now = Instant::ZERO;
+        for _ in 0..70 {
+            now += Duration::from_millis(1);
+            c.on_ack(now, mss, &mut w, Some(Duration::from_millis(10)));
+        }
+        // 70 segments acked at cwnd 7: W_est grows by α·70/7 ≈ 5.3 segments.
+        let grown = (w.cwnd - start) as f64 / mss as f64;
+        assert!(grown > 3.0, "grew only {grown} segments");
+    }
+}

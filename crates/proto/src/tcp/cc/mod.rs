@@ -1,0 +1,87 @@
+//! Congestion window growth and reduction: a narrow trait, dispatched through [`AnyCc`].
+//!
+//! Loss *recovery* (which segment to retransmit, window inflation) lives in the endpoint; the
+//! controller only decides how cwnd grows on ACKs and what ssthresh becomes on a congestion event.
+
+mod cubic;
+mod reno;
+
+pub use cubic::Cubic;
+pub use reno::Reno;
+
+use super::config::CcAlgorithm;
+use crate::time::{Duration, Instant};
+
+/// The window state a controller reads and changes, in bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Window {
+    /// Congestion window.
+    pub cwnd: u64,
+    /// Slow-start threshold (`u64::MAX` = unbounded).
+    pub ssthresh: u64,
+    /// Sender maximum segment size (payload bytes).
+    pub mss: u64,
+}
+
+impl Window {
+    /// Whether the sender is in slow start (cwnd < ssthresh, RFC 5681 §3.1).
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+}
+
+/// A congestion controller's hooks. All take `now` so that time-based algorithms (CUBIC) need no
+/// clock of their own.
+pub trait CongestionControl {
+    /// `acked` new bytes were cumulatively acknowledged outside loss recovery.
+    fn on_ack(&mut self, now: Instant, acked: u64, w: &mut Window, srtt: Option<Duration>);
+    /// A congestion event (fast retransmit): set ssthresh, and cwnd to the post-recovery value.
+    fn on_congestion(&mut self, now: Instant, flight: u64, w: &mut Window);
+    /// A retransmission timeout: set ssthresh; the endpoint sets cwnd to the loss window.
+    fn on_rto(&mut self, now: Instant, flight: u64, w: &mut Window);
+}
+
+/// The in-tree controllers (enum dispatch, no `Box<dyn>`).
+#[derive(Clone, Debug)]
+pub enum AnyCc {
+    /// RFC 5681.
+    Reno(Reno),
+    /// RFC 9438.
+    Cubic(Cubic),
+}
+
+impl AnyCc {
+    /// A controller for `algo`.
+    pub fn new(algo: CcAlgorithm) -> Self {
+        match algo {
+            CcAlgorithm::Reno => Self::Reno(Reno),
+            CcAlgorithm::Cubic => Self::Cubic(Cubic::default()),
+        }
+    }
+}
+
+impl CongestionControl for AnyCc {
+    fn on_ack(&mut self, now: Instant, acked: u64, w: &mut Window, srtt: Option<Duration>) {
+        match self {
+            Self::Reno(c) => c.on_ack(now, acked, w, srtt),
+            Self::Cubic(c) => c.on_ack(now, acked, w, srtt),
+        }
+    }
+    fn on_congestion(&mut self, now: Instant, flight: u64, w: &mut Window) {
+        match self {
+            Self::Reno(c) => c.on_congestion(now, flight, w),
+            Self::Cubic(c) => c.on_congestion(now, flight, w),
+        }
+    }
+    fn on_rto(&mut self, now: Instant, flight: u64, w: &mut Window) {
+        match self {
+            Self::Reno(c) => c.on_rto(now, flight, w),
+            Self::Cubic(c) => c.on_rto(now, flight, w),
+        }
+    }
+}
+
+/// Slow start per RFC 5681 §3.1: cwnd += min(N, SMSS) for each ACK of N new bytes.
+pub(crate) fn slow_start(acked: u64, w: &mut Window) {
+    w.cwnd += acked.min(w.mss);
+}

@@ -1,0 +1,1232 @@
+//! One TCP endpoint: handshake, sender (congestion control, loss recovery, RTO), receiver
+//! (reassembly, advertised window, delayed ACK), close.
+//!
+//! Internally every sequence number is a 64-bit *offset* from the initial sequence number (the SYN
+//! is offset 0, the first data byte offset 1), so transfers longer than 4 GiB and wraparound need
+//! no special cases; [`SeqNumber`]s exist only on the wire.
+//!
+//! Call order: after [`TcpEndpoint::handle_segment`], [`TcpEndpoint::handle_timeout`] or a
+//! command (`connect`, `send`, `close`), drain [`TcpEndpoint::poll_transmit`] until `None`, then
+//! read [`TcpEndpoint::poll_timeout`].
+//!
+//! What the model leaves out (on purpose, for now): TIME-WAIT lasts zero time (the endpoint stays
+//! in `TimeWait` and still answers a retransmitted FIN), no PRR or rate halving in SACK recovery
+//! (RFC 6675 as written), no D-SACK or reneging, no ECN, no Nagle (applications write in large
+//! blocks), no urgent data, no RST generation for unknown connections (the host counts them).
+
+use std::net::Ipv4Addr;
+
+use super::cc::{AnyCc, CongestionControl, Window};
+use super::config::{Recovery, TcpConfig};
+use super::ranges::RangeSet;
+use super::rtt::RttEstimator;
+use super::stats::TcpStats;
+use crate::time::{Duration, Instant};
+use crate::wire::{SeqNumber, TcpFlags, TcpRepr};
+
+/// Connection states of RFC 9293 §3.3.2.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum State {
+    /// No connection.
+    Closed,
+    /// Waiting for a SYN.
+    Listen,
+    /// SYN sent, waiting for SYN-ACK.
+    SynSent,
+    /// SYN received, SYN-ACK sent.
+    SynReceived,
+    /// Data flows both ways.
+    Established,
+    /// Our FIN sent, not yet acknowledged.
+    FinWait1,
+    /// Our FIN acknowledged, waiting for the peer's.
+    FinWait2,
+    /// Peer's FIN received; our application may still send.
+    CloseWait,
+    /// Both FINs sent, ours not yet acknowledged.
+    Closing,
+    /// Peer closed first; our FIN sent, waiting for its ACK.
+    LastAck,
+    /// Both directions closed (lasts zero time in this model).
+    TimeWait,
+}
+
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+enum Timer {
+    Rto = 0,
+    DelayedAck = 1,
+    Persist = 2,
+    AppRead = 3,
+}
+
+const TIMERS: [Timer; 4] = [
+    Timer::Rto,
+    Timer::DelayedAck,
+    Timer::Persist,
+    Timer::AppRead,
+];
+
+/// Loss recovery in progress (fast recovery of RFC 5681/6582 or SACK recovery of RFC 6675).
+#[derive(Clone, Copy, Debug)]
+struct FastRecovery {
+    /// `recover` / RecoveryPoint: snd_max when recovery began.
+    recover: u64,
+    /// HighRxt: end of the highest retransmitted range (SACK recovery).
+    high_rxt: u64,
+    /// Whether a partial ACK has already restarted the timer (RFC 6582 §3.2 step 5).
+    partial_seen: bool,
+}
+
+/// A TCP endpoint. See the module documentation for the call order.
+#[derive(Clone, Debug)]
+pub struct TcpEndpoint {
+    config: TcpConfig,
+    local: (Ipv4Addr, u16),
+    remote: (Ipv4Addr, u16),
+    state: State,
+
+    // Negotiated on the handshake.
+    /// Payload bytes per full segment (peer MSS, minus timestamp option bytes; RFC 6691).
+    smss: u64,
+    /// Shift applied to windows the peer advertises.
+    snd_wscale: u8,
+    /// Shift applied to windows we advertise.
+    rcv_wscale: u8,
+    ws_ok: bool,
+    sack_ok: bool,
+    ts_ok: bool,
+
+
+    // Send side (offsets from ISS; SYN = 0, data from 1).
+    iss: SeqNumber,
+    snd_una: u64,
+    snd_nxt: u64,
+    snd_max: u64,
+    /// Data bytes the application has written in total.
+    app_written: u64,
+    fin_requested: bool,
+    snd_wnd: u64,
+    snd_wl1: SeqNumber,
+    snd_wl2: u64,
+    max_snd_wnd: u64,
+    win: Window,
+    cc: AnyCc,
+    rtt: RttEstimator,
+    /// Karn's rule without timestamps: (offset whose ACK ends the sample, send time).
+    rtt_timing: Option<(u64, Instant)>,
+    syn_sent_at: Option<Instant>,
+    syn_retransmitted: bool,
+    dupacks: u32,
+    recovery: Option<FastRecovery>,
+    /// `recover` of the last recovery, to avoid false fast retransmits (RFC 6582 §3.2 step 1).
+    last_recover: u64,
+    scoreboard: RangeSet,
+    /// A segment at this offset must be (re)sent next: fast retransmit or NewReno partial ACK.
+    rtx_now: Option<u64>,
+    cwnd_limited: bool,
+    /// A zero-window probe is due (persist timer fired).
+    probe_pending: bool,
+    /// The byte at snd_una was sent as a window probe.
+    probing: bool,
+
+
+    // Receive side (offsets from IRS; SYN = 0, data from 1).
+    irs: SeqNumber,
+    rcv_nxt: u64,
+    ooo: RangeSet,
+    /// Left edges of recently changed out-of-order ranges, most recent first (RFC 2018 §4).
+    recent_sack: [u64; 4],
+    /// Offset up to which the application has read.
+    app_read: u64,
+    read_clock: Instant,
+    /// Right edge of the window we last advertised.
+    rcv_adv: u64,
+    peer_fin: Option<u64>,
+    ack_now: bool,
+    unacked_segments: u32,
+    ts_recent: u32,
+    last_ack_sent: u64,
+
+    timers: [Option<Instant>; 4],
+    stats: TcpStats,
+    established_at: Option<Instant>,
+}
+
+impl TcpEndpoint {
+    /// A closed endpoint between `local` and `remote` whose initial sequence number is `iss`.
+    pub fn new(
+        config: TcpConfig,
+        local: (Ipv4Addr, u16),
+        remote: (Ipv4Addr, u16),
+        iss: u32,
+    ) -> Self {
+        let mss = u64::from(config.mss.max(1));
+        let rtt = RttEstimator::new(
+            config.initial_rto,
+            config.min_rto,
+            config.max_rto,
+            config.clock_granularity,
+        );
+        let ssthresh = config
+            .initial_ssthresh
+            .map_or(u64::MAX, |b| b.bytes().max(2 * mss));
+        let rcv_wscale = if config.window_scaling {
+            wscale_for(config.recv_buffer.bytes())
+        } else {
+            0
+        };
+        Self {
+            cc: AnyCc::new(config.cc),
+            win: Window {
+                cwnd: mss,
+                ssthresh,
+                mss,
+            },
+            rtt,
+            local,
+            remote,
+            state: State::Closed,
+            smss: mss,
+            snd_wscale: 0,
+            rcv_wscale,
+            ws_ok: false,
+            sack_ok: false,
+            ts_ok: false,
+            iss: SeqNumber(iss),
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            app_written: 0,
+            fin_requested: false,
+            snd_wnd: 0,
+            snd_wl1: SeqNumber(0),
+            snd_wl2: 0,
+            max_snd_wnd: 0,
+            rtt_timing: None,
+            syn_sent_at: None,
+            syn_retransmitted: false,
+            dupacks: 0,
+            recovery: None,
+            last_recover: 0,
+            scoreboard: RangeSet::default(),
+            rtx_now: None,
+            cwnd_limited: false,
+            probe_pending: false,
+            probing: false,
+
+            irs: SeqNumber(0),
+            rcv_nxt: 0,
+            ooo: RangeSet::default(),
+            recent_sack: [0; 4],
+            app_read: 1,
+            read_clock: Instant::ZERO,
+            rcv_adv: 0,
+            peer_fin: None,
+            ack_now: false,
+            unacked_segments: 0,
+            ts_recent: 0,
+            last_ack_sent: 0,
+            timers: [None; 4],
+            stats: TcpStats::default(),
+            established_at: None,
+            config,
+        }
+    }
+
+    // ---- commands ----
+
+    /// Active open: send a SYN.
+    pub fn connect(&mut self, now: Instant) {
+        if self.state == State::Closed {
+            self.state = State::SynSent;
+            self.snd_nxt = 0;
+            self.set_timer(Timer::Rto, now + self.rtt.rto());
+        }
+    }
+
+    /// Passive open: wait for a SYN.
+    pub fn listen(&mut self) {
+        if self.state == State::Closed {
+            self.state = State::Listen;
+        }
+    }
+
+    /// The application writes `bytes` (virtual payload). Returns how many fit in the send buffer.
+    pub fn send(&mut self, _now: Instant, bytes: u64) -> u64 {
+        if self.fin_requested || matches!(self.state, State::Closed | State::Listen) {
+            return 0;
+        }
+        let n = bytes.min(self.send_space());
+        self.app_written += n;
+        n
+    }
+
+    /// The application will write no more: send FIN after the data.
+    pub fn close(&mut self, _now: Instant) {
+        self.fin_requested = true;
+    }
+
+    /// A segment for this connection arrived (already parsed and checksummed).
+    pub fn handle_segment(&mut self, now: Instant, seg: &TcpRepr) {
+        self.stats.segments_received += 1;
+        self.advance_reader(now);
+        if seg.flags.contains(TcpFlags::RST) {
+            self.state = State::Closed;
+            self.timers = [None; 4];
+            return;
+        }
+        match self.state {
+            State::Closed => return,
+            State::Listen => {
+                if seg.flags.contains(TcpFlags::SYN) && seg.ack.is_none() {
+                    self.accept_syn(seg);
+                    self.state = State::SynReceived;
+                    self.snd_nxt = 0;
+                    self.set_timer(Timer::Rto, now + self.rtt.rto());
+                }
+                return;
+            }
+            State::SynSent => {
+                let Some(ack) = seg.ack else { return };
+                if !seg.flags.contains(TcpFlags::SYN) || ack != self.iss + 1 {
+                    return;
+                }
+                self.accept_syn(seg);
+                self.snd_una = 1;
+                self.snd_nxt = self.snd_nxt.max(1);
+                if let (Some(t), false) = (self.syn_sent_at, self.syn_retransmitted) {
+                    self.rtt.on_sample(now - t);
+                }
+                self.establish(now, seg);
+                self.ack_now = true;
+                return;
+            }
+            State::SynReceived => {
+                let Some(ack) = seg.ack else {
+                    if seg.flags.contains(TcpFlags::SYN) {
+                        // The peer did not get our SYN-ACK: send it again.
+                        self.snd_nxt = 0;
+                    }
+                    return;
+                };
+                if ack != self.iss + 1 {
+                    return;
+                }
+                self.snd_una = 1;
+                self.snd_nxt = self.snd_nxt.max(1);
+                if let (Some(t), false) = (self.syn_sent_at, self.syn_retransmitted) {
+                    self.rtt.on_sample(now - t);
+                }
+                self.establish(now, seg);
+            }
+            _ => {
+                if seg.flags.contains(TcpFlags::SYN) {
+                    // A retransmitted SYN-ACK: our ACK was lost.
+                    self.ack_now = true;
+                    return;
+                }
+            }
+        }
+        if self.ts_ok {
+            if let Some((tsval, _)) = seg.timestamp {
+                // RFC 7323 §4.3: remember TSval of a segment that starts at or before what we
+                // last acknowledged.
+                if self.rcv_offset(seg.seq) <= self.last_ack_sent as i64 {
+                    self.ts_recent = tsval;
+                }
+            }
+        }
+        if let Some(ack) = seg.ack {
+            self.process_ack(now, seg, ack);
+        }
+        if seg.payload_len > 0 || seg.flags.contains(TcpFlags::FIN) {
+            self.process_data(now, seg);
+        }
+        self.update_timers(now);
+    }
+
+    /// Run every expired timer. Early or repeated calls do nothing.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.advance_reader(now);
+        for t in TIMERS {
+            if self.timers[t as usize].is_some_and(|at| at <= now) {
+                self.timers[t as usize] = None;
+                match t {
+                    Timer::Rto => self.on_rto(now),
+                    Timer::DelayedAck => self.ack_now = true,
+                    Timer::Persist => self.on_persist(now),
+                    Timer::AppRead => self.maybe_window_update(),
+                }
+            }
+        }
+        self.update_timers(now);
+    }
+
+    /// Next segment to send, if any.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<TcpRepr> {
+        let seg = match self.state {
+            State::Closed | State::Listen => None,
+            State::SynSent => self.poll_syn(now, false),
+            State::SynReceived => self.poll_syn(now, true),
+            _ => self
+                .poll_data(now)
+                .or_else(|| self.poll_fin(now))
+                .or_else(|| self.poll_ack(now)),
+        }?;
+        self.stats.segments_sent += 1;
+        self.update_timers(now);
+        Some(seg)
+    }
+
+    /// Earliest instant a timer needs [`TcpEndpoint::handle_timeout`].
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.iter().flatten().min().copied()
+    }
+
+    // ---- getters ----
+
+    /// Connection state.
+    pub fn state(&self) -> State {
+        self.state
+    }
+    /// Local address and port.
+    pub fn local(&self) -> (Ipv4Addr, u16) {
+        self.local
+    }
+    /// Remote address and port.
+    pub fn remote(&self) -> (Ipv4Addr, u16) {
+        self.remote
+    }
+    /// Counters.
+    pub fn stats(&self) -> TcpStats {
+        self.stats
+    }
+    /// Congestion window, bytes.
+    pub fn cwnd(&self) -> u64 {
+        self.win.cwnd
+    }
+    /// Slow-start threshold, bytes (`None` while unbounded).
+    pub fn ssthresh(&self) -> Option<u64> {
+        (self.win.ssthresh != u64::MAX).then_some(self.win.ssthresh)
+    }
+    /// RTT estimator (SRTT, RTTVAR, RTO, mean of samples).
+    pub fn rtt(&self) -> &RttEstimator {
+        &self.rtt
+    }
+    /// Window the peer advertised, scaled, bytes.
+    pub fn snd_wnd(&self) -> u64 {
+        self.snd_wnd
+    }
+    /// Bytes in flight: RFC 6675's `pipe` in SACK recovery, otherwise snd_max − snd_una.
+    pub fn bytes_in_flight(&self) -> u64 {
+        if self.in_sack_recovery() {
+            self.pipe()
+        } else {
+            self.snd_max.saturating_sub(self.snd_una)
+        }
+    }
+    /// Payload bytes per full segment on this connection.
+    pub fn smss(&self) -> u64 {
+        self.smss
+    }
+    /// Data bytes cumulatively acknowledged by the peer.
+    pub fn bytes_acked(&self) -> u64 {
+        self.snd_una.min(1 + self.app_written).saturating_sub(1)
+    }
+    /// Data bytes sent for the first time (highest offset sent).
+    pub fn bytes_sent_new(&self) -> u64 {
+        self.snd_max.min(1 + self.app_written).saturating_sub(1)
+    }
+    /// Data bytes the application has written.
+    pub fn bytes_written(&self) -> u64 {
+        self.app_written
+    }
+    /// Free space in the send buffer (written but unacknowledged data counts against it).
+    pub fn send_space(&self) -> u64 {
+        let unacked = self.app_written - self.bytes_acked();
+        self.config.send_buffer.bytes().saturating_sub(unacked)
+    }
+    /// In-order data bytes received.
+    pub fn bytes_received(&self) -> u64 {
+        self.rcv_data_end().saturating_sub(1)
+    }
+    /// Data bytes the application has read.
+    pub fn bytes_delivered(&self) -> u64 {
+        self.app_read.saturating_sub(1)
+    }
+    /// Whether the peer's FIN has been received in order.
+    pub fn peer_closed(&self) -> bool {
+        self.peer_fin.is_some_and(|f| self.rcv_nxt > f)
+    }
+    /// Whether the handshake is complete (and the connection not reset).
+    pub fn is_established(&self) -> bool {
+        !matches!(
+            self.state,
+            State::Closed | State::Listen | State::SynSent | State::SynReceived
+        )
+    }
+    /// When the handshake completed.
+    pub fn established_at(&self) -> Option<Instant> {
+        self.established_at
+    }
+    /// Whether all written data and the FIN (if requested) are acknowledged.
+    pub fn all_acked(&self) -> bool {
+        self.snd_una >= self.snd_end()
+    }
+    /// Whether both directions are closed.
+    pub fn is_finished(&self) -> bool {
+        matches!(self.state, State::TimeWait | State::Closed) && self.established_at.is_some()
+    }
+
+    // ---- handshake ----
+
+    fn accept_syn(&mut self, seg: &TcpRepr) {
+        self.irs = seg.seq;
+        self.rcv_nxt = 1;
+        self.app_read = 1;
+        let peer_mss = u64::from(seg.mss.unwrap_or(536));
+        self.ts_ok = self.config.timestamps && seg.timestamp.is_some();
+        self.sack_ok = self.config.sack && seg.sack_permitted;
+        self.ws_ok = self.config.window_scaling && seg.window_scale.is_some();
+        if self.ws_ok {
+            self.snd_wscale = seg.window_scale.unwrap_or(0).min(14);
+        } else {
+            self.snd_wscale = 0;
+            self.rcv_wscale = 0;
+        }
+        // Windows are recomputed from here on, relative to the peer's sequence space.
+        self.rcv_adv = 0;
+        if let Some((tsval, _)) = seg.timestamp {
+            self.ts_recent = tsval;
+        }
+        // RFC 6691: the MSS option excludes TCP options; leave room for timestamps.
+        let opt = if self.ts_ok { 12 } else { 0 };
+        self.smss = (peer_mss.min(u64::from(self.config.mss)))
+            .saturating_sub(opt)
+            .max(1);
+        self.win.mss = self.smss;
+        // Windows in SYNs are never scaled (RFC 7323 §2.2).
+        self.snd_wnd = u64::from(seg.window);
+        self.snd_wl1 = seg.seq;
+        self.max_snd_wnd = self.snd_wnd;
+    }
+
+    fn establish(&mut self, now: Instant, seg: &TcpRepr) {
+        self.state = State::Established;
+        self.established_at = Some(now);
+        // RFC 6928 initial window (RFC 5681 §3.1: one segment if the SYN was retransmitted).
+        let iw = if self.syn_retransmitted {
+            1
+        } else {
+            u64::from(self.config.initial_window.clamp(1, 10))
+        };
+        self.win.cwnd = iw * self.smss;
+        self.read_clock = now;
+        self.clear_timer(Timer::Rto);
+        if seg.flags.contains(TcpFlags::SYN) {
+            self.snd_wnd = u64::from(seg.window);
+        } else {
+            self.snd_wnd = u64::from(seg.window) << self.snd_wscale;
+        }
+        self.snd_wl2 = 1;
+        self.max_snd_wnd = self.max_snd_wnd.max(self.snd_wnd);
+    }
+
+    fn poll_syn(&mut self, now: Instant, with_ack: bool) -> Option<TcpRepr> {
+        if self.snd_nxt > 0 {
+            return None;
+        }
+        self.snd_nxt = 1;
+        self.snd_max = 1;
+        self.syn_sent_at.get_or_insert(now);
+        let mut seg = self.segment(now, 0, 0);
+        seg.flags = TcpFlags::SYN;
+        // A SYN offers what we enable; a SYN-ACK agrees to what both sides enable.
+        let (ws, sack, ts) = if with_ack {
+            (self.ws_ok, self.sack_ok, self.ts_ok)
+        } else {
+            seg.ack = None;
+            (self.config.window_scaling, self.config.sack, self.config.timestamps)
+        };
+        // In a SYN the window is never scaled.
+        seg.window = self.rcv_window_now().min(65_535) as u16;
+        if with_ack {
+            self.rcv_adv = self.rcv_nxt + u64::from(seg.window);
+        }
+        seg.mss = Some(self.config.mss);
+        seg.window_scale = ws.then_some(self.rcv_wscale);
+        seg.sack_permitted = sack;
+        seg.timestamp = ts.then(|| (ts_clock(now), if with_ack { self.ts_recent } else { 0 }));
+        seg.sack = Default::default();
+        if self.timers[Timer::Rto as usize].is_none() {
+            self.set_timer(Timer::Rto, now + self.rtt.rto());
+        }
+        Some(seg)
+    }
+
+    // ---- sender ----
+
+    /// Offset just past the last thing to send: data end, plus one for a requested FIN.
+    fn snd_end(&self) -> u64 {
+        1 + self.app_written + u64::from(self.fin_requested)
+    }
+
+    fn data_end(&self) -> u64 {
+        1 + self.app_written
+    }
+
+    /// SACK-based recovery is configured and the peer agreed to SACK.
+    fn uses_sack(&self) -> bool {
+        self.sack_ok && self.config.recovery == Recovery::Sack
+    }
+
+    fn in_sack_recovery(&self) -> bool {
+        self.recovery.is_some() && self.uses_sack()
+    }
+
+    fn seq_of(&self, off: u64) -> SeqNumber {
+        self.iss + off as u32
+    }
+
+    fn snd_offset(&self, seq: SeqNumber) -> i64 {
+        self.snd_una as i64 + (seq - self.seq_of(self.snd_una))
+    }
+
+    fn poll_data(&mut self, now: Instant) -> Option<TcpRepr> {
+        if let Some(off) = self.rtx_now.take() {
+            if off < self.snd_max.min(self.data_end()) && off >= self.snd_una {
+                return Some(self.send_range(now, off, true));
+            }
+        }
+        if std::mem::take(&mut self.probe_pending) && self.snd_una < self.data_end() {
+            let off = self.snd_una;
+            let seg = self.segment(now, off, 1);
+            self.stats.bytes_sent += 1;
+            self.snd_nxt = off + 1;
+            self.snd_max = self.snd_max.max(off + 1);
+            self.probing = true;
+            return Some(seg);
+        }
+        if self.in_sack_recovery() {
+            return self.poll_sack_recovery(now);
+        }
+        let data_end = self.data_end();
+        if self.snd_nxt >= data_end {
+            self.cwnd_limited = false;
+            return None;
+        }
+        // Skip what the peer already SACKed when resending after an RTO.
+        if self.snd_nxt < self.snd_max {
+            if let Some((s, e)) = self.scoreboard.containing(self.snd_nxt) {
+                debug_assert!(s <= self.snd_nxt);
+                self.snd_nxt = e.min(self.snd_max);
+                if self.snd_nxt >= data_end {
+                    return None;
+                }
+            }
+        }
+        let wnd = self.win.cwnd.min(self.snd_wnd);
+        let usable = (self.snd_una + wnd).saturating_sub(self.snd_nxt);
+        let want = self.smss.min(data_end - self.snd_nxt);
+        // Sender SWS avoidance (RFC 9293 §3.8.6.2.1): a full segment, all remaining data, or half
+        // the largest window the peer has offered.
+        let len = want.min(usable);
+        if len == 0 || (len < want && len < self.max_snd_wnd / 2) {
+            if self.snd_wnd < want
+                && self.snd_una == self.snd_nxt
+                && self.timers[Timer::Persist as usize].is_none()
+            {
+                self.set_timer(Timer::Persist, now + self.rtt.rto());
+            }
+            self.cwnd_limited = self.win.cwnd <= self.snd_wnd;
+            return None;
+        }
+        let off = self.snd_nxt;
+        Some(self.send_range(now, off, off < self.snd_max))
+    }
+
+    /// Send up to one segment starting at `off`, stopping before SACKed data.
+    fn send_range(&mut self, now: Instant, off: u64, retransmission: bool) -> TcpRepr {
+        let mut end = (off + self.smss).min(self.data_end());
+        if let Some((s, _)) = self.scoreboard.next_from(off) {
+            if s > off {
+                end = end.min(s);
+            }
+        }
+        let len = end - off;
+        let seg = self.segment(now, off, len as u32);
+        self.stats.bytes_sent += len;
+        if retransmission {
+            self.stats.retransmissions += 1;
+            self.stats.bytes_retransmitted += len;
+            // Karn: a retransmitted range never yields an RTT sample.
+            if self.rtt_timing.is_some_and(|(o, _)| o > off) {
+                self.rtt_timing = None;
+            }
+        } else if self.rtt_timing.is_none() && !self.ts_ok {
+            self.rtt_timing = Some((end, now));
+        }
+        if off == self.snd_nxt || end > self.snd_nxt {
+            self.snd_nxt = self.snd_nxt.max(end);
+        }
+        self.snd_max = self.snd_max.max(end);
+        if self.timers[Timer::Rto as usize].is_none() {
+            self.set_timer(Timer::Rto, now + self.rtt.rto());
+        }
+        seg
+    }
+
+    /// RFC 6675 §5 step (C): transmit while cwnd − pipe ≥ 1 SMSS, choosing with NextSeg().
+    fn poll_sack_recovery(&mut self, now: Instant) -> Option<TcpRepr> {
+        let pipe = self.pipe();
+        if self.win.cwnd < pipe + self.smss {
+            return None;
+        }
+        let rec = self.recovery?;
+        // NextSeg (1): the first unSACKed byte above HighRxt that IsLost().
+        let boundary = self.loss_boundary();
+        let mut s = rec.high_rxt.max(self.snd_una);
+        while s < boundary {
+            match self.scoreboard.containing(s) {
+                Some((_, e)) => s = e,
+                None => break,
+            }
+        }
+        if s < boundary && s < self.snd_max {
+            let seg = self.send_range(now, s, true);
+            let end = s + u64::from(seg.payload_len);
+            if let Some(r) = self.recovery.as_mut() {
+                r.high_rxt = end;
+            }
+            return Some(seg);
+        }
+        // NextSeg (2): new data, if the receiver's window allows.
+        let data_end = self.data_end();
+        if self.snd_max < data_end {
+            let len = self.smss.min(data_end - self.snd_max);
+            if self.snd_max + len <= self.snd_una + self.snd_wnd {
+                self.snd_nxt = self.snd_max;
+                let off = self.snd_max;
+                return Some(self.send_range(now, off, false));
+            }
+        }
+        None
+    }
+
+    /// Offset below which every unSACKed byte is deemed lost (RFC 6675 IsLost, byte form: more
+    /// than (DupThresh − 1)·SMSS bytes SACKed above it).
+    fn loss_boundary(&self) -> u64 {
+        let threshold = u64::from(self.config.dupthresh.max(1) - 1) * self.smss;
+        let mut above = 0;
+        for &(s, e) in self.scoreboard.as_slice().iter().rev() {
+            above += e - s;
+            if above > threshold {
+                return s;
+            }
+        }
+        self.snd_una
+    }
+
+    /// RFC 6675 SetPipe(), in O(SACK ranges): bytes not SACKed and not deemed lost, plus lost bytes
+    /// already retransmitted.
+    fn pipe(&self) -> u64 {
+        let b = self.loss_boundary().max(self.snd_una);
+        let unsacked = |a: u64, z: u64| {
+            if z > a {
+                (z - a) - self.scoreboard.covered(a, z)
+            } else {
+                0
+            }
+        };
+        let high_rxt = self.recovery.map_or(self.snd_una, |r| r.high_rxt);
+        unsacked(b, self.snd_max) + unsacked(self.snd_una, high_rxt.min(b))
+    }
+
+    fn poll_fin(&mut self, now: Instant) -> Option<TcpRepr> {
+        let fin_off = self.data_end();
+        if !self.fin_requested || self.snd_nxt != fin_off {
+            return None;
+        }
+        let mut seg = self.segment(now, fin_off, 0);
+        seg.flags.insert(TcpFlags::FIN);
+        self.snd_nxt = fin_off + 1;
+        self.snd_max = self.snd_max.max(fin_off + 1);
+        self.state = match self.state {
+            State::Established => State::FinWait1,
+            State::CloseWait => State::LastAck,
+            s => s,
+        };
+        if self.timers[Timer::Rto as usize].is_none() {
+            self.set_timer(Timer::Rto, now + self.rtt.rto());
+        }
+        Some(seg)
+    }
+
+    fn poll_ack(&mut self, now: Instant) -> Option<TcpRepr> {
+        if !self.ack_now {
+            return None;
+        }
+        self.stats.acks_sent += 1;
+        let off = self.snd_nxt;
+        Some(self.segment(now, off, 0))
+    }
+
+    /// Build a segment at `off` carrying `len` bytes, with the current ACK, window and options;
+    /// sending it acknowledges everything received so far.
+    fn segment(&mut self, now: Instant, off: u64, len: u32) -> TcpRepr {
+        let window = self.advertise();
+        let mut seg = TcpRepr {
+            src_port: self.local.1,
+            dst_port: self.remote.1,
+            seq: self.seq_of(off),
+            ack: Some(self.irs + self.rcv_nxt as u32),
+            flags: TcpFlags::default(),
+            window,
+            payload_len: len,
+            ..TcpRepr::default()
+        };
+        if len > 0 {
+            seg.flags.insert(TcpFlags::PSH);
+        }
+        if self.ts_ok {
+            seg.timestamp = Some((ts_clock(now), self.ts_recent));
+        }
+        if self.sack_ok && !self.ooo.is_empty() {
+            let max_blocks = if self.ts_ok { 3 } else { 4 };
+            for (l, r) in self.sack_blocks(max_blocks) {
+                seg.sack.push(self.irs + l as u32, self.irs + r as u32);
+            }
+        }
+        self.last_ack_sent = self.rcv_nxt;
+        self.ack_now = false;
+        self.unacked_segments = 0;
+        self.clear_timer(Timer::DelayedAck);
+        seg
+    }
+
+    fn process_ack(&mut self, now: Instant, seg: &TcpRepr, ack: SeqNumber) {
+        let ack_off = self.snd_offset(ack);
+        if ack_off > self.snd_max as i64 {
+            // Acknowledges something never sent (RFC 9293 §3.10.7.4): answer with an ACK.
+            self.ack_now = true;
+            return;
+        }
+        if ack_off < self.snd_una as i64 {
+            return;
+        }
+        let ack_off = ack_off as u64;
+        let mut new_sack = false;
+        if self.sack_ok {
+            for &(l, r) in seg.sack.as_slice() {
+                let (l, r) = (self.snd_offset(l), self.snd_offset(r));
+                if l < r && l >= ack_off as i64 && r <= self.snd_max as i64 {
+                    new_sack |= self.scoreboard.insert(l as u64, r as u64) > 0;
+                }
+            }
+        }
+        let old_wnd = self.snd_wnd;
+        let wnd = u64::from(seg.window) << self.snd_wscale;
+        // Window update rule (RFC 9293 §3.10.7.4): only from newer segments.
+        if self.snd_wl1 < seg.seq || (self.snd_wl1 == seg.seq && self.snd_wl2 <= ack_off) {
+            self.snd_wnd = wnd;
+            self.snd_wl1 = seg.seq;
+            self.snd_wl2 = ack_off;
+            self.max_snd_wnd = self.max_snd_wnd.max(wnd);
+            if wnd > 0 {
+                self.clear_timer(Timer::Persist);
+                if std::mem::take(&mut self.probing)
+                    && ack_off == self.snd_una
+                    && self.snd_nxt == self.snd_una + 1
+                {
+                    // The probe byte was dropped by a closed window: send it again as data.
+                    self.snd_nxt = self.snd_una;
+                }
+            }
+        }
+
+        if ack_off > self.snd_una {
+            self.on_new_ack(now, seg, ack_off);
+        } else if seg.payload_len == 0
+            && !seg.flags.contains(TcpFlags::SYN)
+            && !seg.flags.contains(TcpFlags::FIN)
+            && self.snd_max > self.snd_una
+            && (wnd == old_wnd || new_sack)
+        {
+            self.on_dup_ack(now, new_sack);
+        }
+    }
+
+    fn on_new_ack(&mut self, now: Instant, seg: &TcpRepr, ack_off: u64) {
+        let flight_before = self.snd_max - self.snd_una;
+        let data_before = self.bytes_acked();
+        // RTT: timestamps (RFC 7323 §4) or one timed segment at a time (Karn).
+        if self.ts_ok {
+            if let Some((_, tsecr)) = seg.timestamp {
+                let ms = ts_clock(now).wrapping_sub(tsecr);
+                if ms < 1 << 30 {
+                    self.rtt.on_sample(Duration::from_millis(u64::from(ms)));
+                }
+            }
+        } else if let Some((end, t)) = self.rtt_timing {
+            if ack_off >= end {
+                self.rtt.on_sample(now - t);
+                self.rtt_timing = None;
+            }
+        }
+        self.snd_una = ack_off;
+        self.snd_nxt = self.snd_nxt.max(ack_off);
+        self.scoreboard.remove_below(ack_off);
+        let acked = self.bytes_acked() - data_before;
+        self.stats.bytes_acked += acked;
+        self.dupacks = 0;
+
+        match self.recovery {
+            Some(rec) if ack_off >= rec.recover || self.config.recovery == Recovery::Reno => {
+                // Full ACK (or any new ACK for Reno): leave recovery with cwnd = ssthresh
+                // (RFC 6582 §3.2 step 3, option 1: min(ssthresh, FlightSize + SMSS)).
+                let flight = self.snd_max - self.snd_una;
+                self.win.cwnd = match self.config.recovery {
+                    Recovery::NewReno if !self.in_sack_recovery() => {
+                        self.win.ssthresh.min(flight + self.smss)
+                    }
+                    _ => self.win.ssthresh,
+                };
+                self.last_recover = rec.recover;
+                self.recovery = None;
+            }
+            Some(mut rec) => {
+                if !self.in_sack_recovery() {
+                    // NewReno partial ACK (RFC 6582 §3.2 step 5): retransmit the next hole,
+                    // deflate by the amount acknowledged, add back one SMSS.
+                    self.rtx_now = Some(self.snd_una);
+                    self.win.cwnd = self.win.cwnd.saturating_sub(acked) + self.smss;
+                    if !rec.partial_seen {
+                        rec.partial_seen = true;
+                        self.set_timer(Timer::Rto, now + self.rtt.rto());
+                    }
+                }
+                rec.high_rxt = rec.high_rxt.max(self.snd_una);
+                self.recovery = Some(rec);
+            }
+            None => {
+                let growing = if self.win.in_slow_start() {
+                    flight_before * 2 >= self.win.cwnd
+                } else {
+                    flight_before + 3 * self.smss >= self.win.cwnd || self.cwnd_limited
+                };
+                if growing && acked > 0 {
+                    self.cc.on_ack(now, acked, &mut self.win, self.rtt.srtt());
+                }
+            }
+        }
+
+        // FIN acknowledged?
+        if self.fin_requested && self.snd_una >= self.snd_end() {
+            self.state = match self.state {
+                State::FinWait1 => State::FinWait2,
+                State::Closing => State::TimeWait,
+                State::LastAck => State::Closed,
+                s => s,
+            };
+        }
+        // RFC 6298 §5.2/5.3.
+        if self.snd_una >= self.snd_max {
+            self.clear_timer(Timer::Rto);
+        } else if self
+            .recovery
+            .is_none_or(|r| !r.partial_seen || self.in_sack_recovery())
+        {
+            self.set_timer(Timer::Rto, now + self.rtt.rto());
+        }
+    }
+
+    fn on_dup_ack(&mut self, now: Instant, new_sack: bool) {
+        self.stats.dup_acks += 1;
+        self.dupacks += 1;
+        if self.recovery.is_some() {
+            if !self.in_sack_recovery() {
+                // Fast recovery: each further duplicate means a segment left the network.
+                self.win.cwnd += self.smss;
+            }
+            return;
+        }
+        let sack_says_lost = self.uses_sack() && new_sack && self.loss_boundary() > self.snd_una;
+        if self.dupacks < self.config.dupthresh && !sack_says_lost {
+            return;
+        }
+        // RFC 6582 §3.2 step 1: no new recovery for losses from before the last one.
+        if self.config.recovery != Recovery::Reno
+            && !self.uses_sack()
+            && self.snd_una <= self.last_recover
+            && self.last_recover > 0
+        {
+            return;
+        }
+        self.stats.fast_retransmits += 1;
+        let flight = self.snd_max - self.snd_una;
+        self.cc.on_congestion(now, flight, &mut self.win);
+        let first_end = (self.snd_una + self.smss).min(self.data_end());
+        self.recovery = Some(FastRecovery {
+            recover: self.snd_max,
+            high_rxt: first_end,
+            partial_seen: false,
+        });
+        if !self.in_sack_recovery() {
+            self.win.cwnd = self.win.ssthresh + 3 * self.smss;
+        }
+        self.rtx_now = Some(self.snd_una);
+        self.rtt_timing = None;
+    }
+
+    fn on_rto(&mut self, now: Instant) {
+        match self.state {
+            State::SynSent | State::SynReceived => {
+                self.stats.rto_expirations += 1;
+                self.syn_retransmitted = true;
+                self.rtt.on_backoff();
+                self.snd_nxt = 0;
+                self.stats.retransmissions += 1;
+                return;
+            }
+            State::Closed | State::Listen => return,
+            _ => {}
+        }
+        if self.snd_una >= self.snd_max {
+            return;
+        }
+        self.stats.rto_expirations += 1;
+        let flight = self.snd_max - self.snd_una;
+        self.cc.on_rto(now, flight, &mut self.win);
+        // RFC 5681 §3.1: loss window of one segment.
+        self.win.cwnd = self.smss;
+        self.recovery = None;
+        self.last_recover = self.snd_max;
+        self.dupacks = 0;
+        self.rtx_now = None;
+        self.rtt_timing = None;
+        self.rtt.on_backoff();
+        // Go back N: resend from the first unacknowledged byte (skipping SACKed ranges).
+        self.snd_nxt = self.snd_una;
+        self.set_timer(Timer::Rto, now + self.rtt.rto());
+    }
+
+    fn on_persist(&mut self, now: Instant) {
+        // Zero-window probe (RFC 9293 §3.8.6.1): one byte at snd_una while the window is closed
+        // and nothing but an earlier probe is in flight.
+        if self.snd_wnd >= self.smss
+            || self.snd_una >= self.data_end()
+            || self.snd_max > self.snd_una + 1
+        {
+            return;
+        }
+        self.stats.window_probes += 1;
+        self.probe_pending = true;
+        self.rtt.on_backoff();
+        self.set_timer(Timer::Persist, now + self.rtt.rto());
+    }
+
+    // ---- receiver ----
+
+    fn rcv_offset(&self, seq: SeqNumber) -> i64 {
+        self.rcv_nxt as i64 + (seq - (self.irs + self.rcv_nxt as u32))
+    }
+
+    /// Offset just past in-order data (excluding a received FIN).
+    fn rcv_data_end(&self) -> u64 {
+        match self.peer_fin {
+            Some(f) if self.rcv_nxt > f => f,
+            _ => self.rcv_nxt,
+        }
+    }
+
+    fn process_data(&mut self, now: Instant, seg: &TcpRepr) {
+        let start = self.rcv_offset(seg.seq);
+        let len = u64::from(seg.payload_len);
+        let fin = seg.flags.contains(TcpFlags::FIN);
+        if seg.flags.contains(TcpFlags::SYN) {
+            // A retransmitted SYN-ACK: our ACK was lost.
+            self.ack_now = true;
+            return;
+        }
+        if start < 0 {
+            self.ack_now = true;
+            return;
+        }
+        let start = start as u64;
+        let mut end = start + len;
+        // Accept only what fits the window we advertised (never shrunk).
+        let right = self.rcv_adv.max(self.rcv_nxt);
+        if end > right {
+            if len > 0 {
+                self.stats.beyond_window += 1;
+            }
+            end = right.max(start);
+        }
+        if fin && end == start + len {
+            self.peer_fin = Some(start + len);
+        }
+        if end <= self.rcv_nxt && !(fin && self.peer_fin == Some(self.rcv_nxt)) {
+            // Entirely old (a retransmission): acknowledge at once.
+            self.ack_now = true;
+            return;
+        }
+        let had_holes = !self.ooo.is_empty();
+        if start <= self.rcv_nxt {
+            self.rcv_nxt = self.rcv_nxt.max(end);
+            if let Some((s, e)) = self.ooo.next_from(0) {
+                if s <= self.rcv_nxt {
+                    self.rcv_nxt = self.rcv_nxt.max(e);
+                }
+            }
+            self.ooo.remove_below(self.rcv_nxt);
+        } else if end > start {
+            self.stats.out_of_order += 1;
+            self.ooo.insert(start, end);
+            self.recent_sack.rotate_right(1);
+            self.recent_sack[0] = start;
+            self.ack_now = true;
+        }
+        if self.peer_fin == Some(self.rcv_nxt) {
+            self.rcv_nxt += 1;
+            self.ack_now = true;
+            self.state = match self.state {
+                State::Established => State::CloseWait,
+                State::FinWait1 => State::Closing,
+                State::FinWait2 => State::TimeWait,
+                s => s,
+            };
+        }
+        self.advance_reader(now);
+        if had_holes {
+            // Filling a hole: ACK immediately (RFC 5681 §4.2).
+            self.ack_now = true;
+        }
+        if !self.ack_now {
+            self.unacked_segments += 1;
+            if self.unacked_segments >= self.config.delack_segments.max(1) {
+                self.ack_now = true;
+            } else if self.timers[Timer::DelayedAck as usize].is_none() {
+                self.set_timer(Timer::DelayedAck, now + self.config.delack_timeout);
+            }
+        }
+    }
+
+    /// SACK blocks: the most recently changed ranges first, then the highest ones.
+    fn sack_blocks(&self, max: usize) -> impl Iterator<Item = (u64, u64)> {
+        let mut out: [(u64, u64); 4] = [(0, 0); 4];
+        let mut n = 0;
+        let candidates = self
+            .recent_sack
+            .iter()
+            .filter_map(|&left| self.ooo.containing(left))
+            .chain(self.ooo.as_slice().iter().rev().copied());
+        for r in candidates {
+            if n == max {
+                break;
+            }
+            if !out[..n].contains(&r) {
+                out[n] = r;
+                n += 1;
+            }
+        }
+        out.into_iter().take(n)
+    }
+
+    /// Let the application read what its rate allows up to `now`.
+    fn advance_reader(&mut self, now: Instant) {
+        let end = self.rcv_data_end();
+        match self.config.app_read_rate {
+            None => self.app_read = end.max(self.app_read),
+            Some(rate) => {
+                let available = end.saturating_sub(self.app_read);
+                if available == 0 {
+                    self.read_clock = now;
+                    return;
+                }
+                let can = rate.bytes_in(now.saturating_since(self.read_clock));
+                if can >= available {
+                    self.app_read = end;
+                    self.read_clock = now;
+                } else {
+                    self.app_read += can;
+                    // Carry the fraction of a byte forward.
+                    self.read_clock += rate.tx_time(can).min(now.saturating_since(self.read_clock));
+                }
+            }
+        }
+    }
+
+    /// Receive window available now: buffer minus unread in-order data (RFC 9293 §3.8.6.2.2).
+    fn rcv_window_now(&self) -> u64 {
+        let unread = self.rcv_data_end().saturating_sub(self.app_read);
+        self.config.recv_buffer.bytes().saturating_sub(unread)
+    }
+
+    fn max_advertisable(&self) -> u64 {
+        65_535u64 << self.rcv_wscale
+    }
+
+    /// Decide the window field to send, never moving the right edge left and holding small
+    /// increases back (receiver SWS avoidance, RFC 1122 §4.2.3.3).
+    fn advertise(&mut self) -> u16 {
+        let wnd = self.rcv_window_now().min(self.max_advertisable());
+        let candidate = self.rcv_nxt + wnd;
+        let threshold = (self.config.recv_buffer.bytes() / 2).min(self.smss).max(1);
+        if candidate >= self.rcv_adv + threshold || self.rcv_adv < self.rcv_nxt {
+            self.rcv_adv = candidate;
+        }
+        let adv = self.rcv_adv.saturating_sub(self.rcv_nxt);
+        // Rounding down: the peer never sees an edge beyond `rcv_adv`.
+        (adv >> self.rcv_wscale).min(65_535) as u16
+    }
+
+    /// After the application read: send a window update if the window at least doubled and grew
+    /// by a segment (as Linux's `tcp_cleanup_rbuf`).
+    fn maybe_window_update(&mut self) {
+        if !self.is_established() || self.peer_closed() {
+            return;
+        }
+        let current = self.rcv_adv.saturating_sub(self.rcv_nxt);
+        let now_wnd = self.rcv_window_now().min(self.max_advertisable());
+        if now_wnd >= 2 * current && now_wnd >= current + self.smss {
+            self.ack_now = true;
+        }
+    }
+
+    // ---- timers ----
+
+    fn set_timer(&mut self, t: Timer, at: Instant) {
+        self.timers[t as usize] = Some(at);
+    }
+
+    fn clear_timer(&mut self, t: Timer) {
+        self.timers[t as usize] = None;
+    }
+
+    /// Keep the application-read timer in step with unread data.
+    fn update_timers(&mut self, now: Instant) {
+        let unread = self.rcv_data_end().saturating_sub(self.app_read);
+        match self.config.app_read_rate {
+            Some(rate) if unread > 0 && self.is_established() => {
+                let step = unread.min(self.smss);
+                let at = self.read_clock + rate.tx_time(step);
+                self.set_timer(Timer::AppRead, at.max(now));
+            }
+            _ => self.clear_timer(Timer::AppRead),
+        }
+    }
+}
+
+/// Shift needed so that `buffer` fits the 16-bit window field (RFC 7323 §2.3, at most 14).
+fn wscale_for(buffer: u64) -> u8 {
+    let mut shift = 0;
+    while shift < 14 && (buffer >> shift) > 65_535 {
+        shift += 1;
+    }
+    shift
+}
+
+/// Timestamp clock: milliseconds since scenario start (RFC 7323 §5.4 allows 1 ms to 1 s ticks).
+fn ts_clock(now: Instant) -> u32 {
+    (now.as_nanos() / 1_000_000) as u32
+}

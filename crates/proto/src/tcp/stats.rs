@@ -1,0 +1,34 @@
+//! Per-connection counters.
+
+use serde::Serialize;
+
+/// Counters of one TCP endpoint. Bytes are payload bytes; segments count every TCP segment.
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq, Serialize)]
+pub struct TcpStats {
+    /// Segments sent (data, control and pure ACKs).
+    pub segments_sent: u64,
+    /// Payload bytes sent, including retransmissions.
+    pub bytes_sent: u64,
+    /// Payload bytes cumulatively acknowledged by the peer.
+    pub bytes_acked: u64,
+    /// Data segments sent again (fast retransmit, SACK recovery, RTO go-back-N).
+    pub retransmissions: u64,
+    /// Payload bytes sent again.
+    pub bytes_retransmitted: u64,
+    /// Entries into fast retransmit / fast recovery.
+    pub fast_retransmits: u64,
+    /// Retransmission timer expirations with data outstanding (and SYN retransmissions).
+    pub rto_expirations: u64,
+    /// Duplicate ACKs received (RFC 5681 definition).
+    pub dup_acks: u64,
+    /// Segments received.
+    pub segments_received: u64,
+    /// Pure ACKs sent.
+    pub acks_sent: u64,
+    /// Data segments received out of order.
+    pub out_of_order: u64,
+    /// Data segments that arrived (partly) beyond the advertised window; their excess is dropped.
+    pub beyond_window: u64,
+    /// Zero-window probes sent.
+    pub window_probes: u64,
+}

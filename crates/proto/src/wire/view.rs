@@ -1,0 +1,419 @@
+//! An in-place view of an IPv4 + TCP header, for mechanisms that read or rewrite a queued packet
+//! without a full parse (ACK filtering, ACK compaction).
+//!
+//! Read before editing: RFC 791 §3.1, RFC 9293 §3.1, RFC 1624 (incremental checksum update).
+//!
+//! The view covers the header bytes of a [`crate::Packet`]; the payload is the rest of the IPv4
+//! total length and is taken as zeros, as everywhere in satpep. Setters keep the TCP checksum valid
+//! by RFC 1624 incremental update, so a rewritten ACK stays a valid packet at the cost of a few
+//! additions instead of a pass over the header.
+
+use std::net::Ipv4Addr;
+use std::ops::Range;
+
+use super::ipv4::{field as ip_field, FRAG_MASK, IPV4_HEADER_LEN};
+use super::tcp::{field as tcp_field, ACK_BIT, KIND_EOL, KIND_NOP, KIND_SACK, TCP_HEADER_LEN};
+use super::{checksum, SeqNumber, TcpFlags, WireError, IPPROTO_TCP};
+
+/// Offsets of a TCP field inside the whole IPv4 + TCP header (the TCP header starts at 20).
+const fn tcp(r: Range<usize>) -> Range<usize> {
+    IPV4_HEADER_LEN + r.start..IPV4_HEADER_LEN + r.end
+}
+
+/// A zero-copy view of an IPv4 (no options) + TCP header in a byte buffer.
+///
+/// Build it with [`Self::new_checked`] on untrusted bytes: after that no getter or setter panics.
+/// [`Self::new_unchecked`] skips the checks, and accessors then panic on a short buffer. Neither
+/// verifies checksums: call [`Self::verify_checksums`] for that.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub struct TcpIpv4View<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> TcpIpv4View<T> {
+    /// Wrap `buffer` without any check.
+    pub const fn new_unchecked(buffer: T) -> Self {
+        Self { buffer }
+    }
+
+    /// Wrap `buffer` after [`Self::check_len`].
+    pub fn new_checked(buffer: T) -> Result<Self, WireError> {
+        let view = Self::new_unchecked(buffer);
+        view.check_len()?;
+        Ok(view)
+    }
+
+    /// Check that the buffer holds a whole IPv4 header without options, not a fragment, carrying
+    /// TCP, with the whole TCP header present and the buffer no longer than the IPv4 total length.
+    pub fn check_len(&self) -> Result<(), WireError> {
+        let b = self.buffer.as_ref();
+        if b.len() < IPV4_HEADER_LEN {
+            return Err(WireError::Truncated);
+        }
+        if b[ip_field::VER_IHL] >> 4 != 4 {
+            return Err(WireError::Unsupported("not IPv4"));
+        }
+        if b[ip_field::VER_IHL] & 0x0f != 5 {
+            return Err(WireError::Unsupported("IPv4 options"));
+        }
+        if self.read_u16(ip_field::FLAGS_FRAG) & FRAG_MASK != 0 {
+            return Err(WireError::Unsupported("IPv4 fragment"));
+        }
+        if b[ip_field::PROTOCOL] != IPPROTO_TCP {
+            return Err(WireError::Unsupported("not TCP"));
+        }
+        if b.len() < IPV4_HEADER_LEN + TCP_HEADER_LEN {
+            return Err(WireError::Truncated);
+        }
+        let tcp_len = self.tcp_header_len();
+        if tcp_len < TCP_HEADER_LEN {
+            return Err(WireError::Unsupported("TCP data offset below 5"));
+        }
+        if b.len() < IPV4_HEADER_LEN + tcp_len {
+            return Err(WireError::Truncated);
+        }
+        if usize::from(self.total_len()) < b.len() {
+            return Err(WireError::Unsupported(
+                "IPv4 total length shorter than the header",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The underlying buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    /// IPv4 source address.
+    pub fn src_addr(&self) -> Ipv4Addr {
+        Ipv4Addr::from(self.read_u32(ip_field::SRC_ADDR))
+    }
+
+    /// IPv4 destination address.
+    pub fn dst_addr(&self) -> Ipv4Addr {
+        Ipv4Addr::from(self.read_u32(ip_field::DST_ADDR))
+    }
+
+    /// IPv4 total length: header plus payload, in bytes.
+    pub fn total_len(&self) -> u16 {
+        self.read_u16(ip_field::TOTAL_LEN)
+    }
+
+    /// IPv4 identification field.
+    pub fn ident(&self) -> u16 {
+        self.read_u16(ip_field::IDENT)
+    }
+
+    /// IPv4 time to live.
+    pub fn ttl(&self) -> u8 {
+        self.buffer.as_ref()[ip_field::TTL]
+    }
+
+    /// IPv4 DSCP (upper 6 bits) and ECN (lower 2 bits).
+    pub fn dscp_ecn(&self) -> u8 {
+        self.buffer.as_ref()[ip_field::DSCP_ECN]
+    }
+
+    /// TCP source port.
+    pub fn src_port(&self) -> u16 {
+        self.read_u16(tcp(tcp_field::SRC_PORT))
+    }
+
+    /// TCP destination port.
+    pub fn dst_port(&self) -> u16 {
+        self.read_u16(tcp(tcp_field::DST_PORT))
+    }
+
+    /// TCP sequence number.
+    pub fn seq_number(&self) -> SeqNumber {
+        SeqNumber(self.read_u32(tcp(tcp_field::SEQ_NUM)))
+    }
+
+    /// TCP acknowledgement number, `Some` exactly when the ACK bit is set.
+    pub fn ack_number(&self) -> Option<SeqNumber> {
+        self.is_ack()
+            .then(|| SeqNumber(self.read_u32(tcp(tcp_field::ACK_NUM))))
+    }
+
+    /// Whether the ACK bit is set.
+    pub fn is_ack(&self) -> bool {
+        self.flag_byte() & ACK_BIT != 0
+    }
+
+    /// TCP control bits other than ACK.
+    pub fn flags(&self) -> TcpFlags {
+        TcpFlags(self.flag_byte() & !ACK_BIT)
+    }
+
+    /// TCP window field as on the wire (unscaled).
+    pub fn window(&self) -> u16 {
+        self.read_u16(tcp(tcp_field::WINDOW))
+    }
+
+    /// TCP checksum field.
+    pub fn tcp_checksum(&self) -> u16 {
+        self.read_u16(tcp(tcp_field::CHECKSUM))
+    }
+
+    /// TCP header length in bytes, from the data offset (20–60).
+    pub fn tcp_header_len(&self) -> usize {
+        usize::from(self.buffer.as_ref()[IPV4_HEADER_LEN + tcp_field::DATA_OFF] >> 4) * 4
+    }
+
+    /// IPv4 + TCP header length in bytes.
+    pub fn header_len(&self) -> usize {
+        IPV4_HEADER_LEN + self.tcp_header_len()
+    }
+
+    /// TCP payload bytes: the IPv4 total length minus both headers.
+    pub fn payload_len(&self) -> u32 {
+        u32::from(self.total_len()).saturating_sub(self.header_len() as u32)
+    }
+
+    /// The TCP option bytes, unparsed.
+    pub fn options(&self) -> &[u8] {
+        &self.buffer.as_ref()[IPV4_HEADER_LEN + tcp_field::OPTIONS..self.header_len()]
+    }
+
+    /// Whether the TCP options hold a SACK option (kind 5). Malformed options end the scan.
+    pub fn has_sack(&self) -> bool {
+        let mut opts = self.options();
+        while let [kind, rest @ ..] = opts {
+            match *kind {
+                KIND_EOL => return false,
+                KIND_NOP => opts = rest,
+                KIND_SACK => return true,
+                _ => match rest.first().map(|&l| usize::from(l)) {
+                    Some(len) if len >= 2 && len <= opts.len() => opts = &opts[len..],
+                    _ => return false,
+                },
+            }
+        }
+        false
+    }
+
+    /// A pure ACK: ACK set, no SYN, FIN or RST, and no payload. What ACK filtering may drop or
+    /// rewrite (flags such as ECE or SACK options are the caller's to check).
+    pub fn is_pure_ack(&self) -> bool {
+        let other = TcpFlags::SYN | TcpFlags::FIN | TcpFlags::RST;
+        self.is_ack() && self.flags().0 & other.0 == 0 && self.payload_len() == 0
+    }
+
+    /// Whether both checksums are valid, taking the payload as zeros.
+    pub fn verify_checksums(&self) -> bool {
+        let b = self.buffer.as_ref();
+        checksum::is_valid(checksum::sum(0, &b[..IPV4_HEADER_LEN]))
+            && checksum::is_valid(checksum::sum(self.pseudo_header(), &b[IPV4_HEADER_LEN..]))
+    }
+
+    fn flag_byte(&self) -> u8 {
+        self.buffer.as_ref()[IPV4_HEADER_LEN + tcp_field::FLAGS]
+    }
+
+    fn pseudo_header(&self) -> u64 {
+        let segment_len = self.total_len().saturating_sub(IPV4_HEADER_LEN as u16);
+        checksum::pseudo_header_ipv4(self.src_addr(), self.dst_addr(), IPPROTO_TCP, segment_len)
+    }
+
+    fn read_u16(&self, r: Range<usize>) -> u16 {
+        let b = &self.buffer.as_ref()[r];
+        u16::from_be_bytes([b[0], b[1]])
+    }
+
+    fn read_u32(&self, r: Range<usize>) -> u32 {
+        let b = &self.buffer.as_ref()[r];
+        u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpIpv4View<T> {
+    /// The underlying buffer, writable (changes bypass the checksum updates of the setters).
+    pub fn buffer_mut(&mut self) -> &mut [u8] {
+        self.buffer.as_mut()
+    }
+
+    /// Rewrite the acknowledgement number field (whether or not ACK is set); the TCP checksum is
+    /// updated incrementally and stays valid if it was.
+    pub fn set_ack_number(&mut self, ack: SeqNumber) {
+        let old = self.read_u32(tcp(tcp_field::ACK_NUM));
+        self.write_u32(tcp(tcp_field::ACK_NUM), ack.0);
+        let check = checksum::update_u32(self.tcp_checksum(), old, ack.0);
+        self.write_u16(tcp(tcp_field::CHECKSUM), check);
+    }
+
+    /// Rewrite the sequence number; the TCP checksum stays valid if it was.
+    pub fn set_seq_number(&mut self, seq: SeqNumber) {
+        let old = self.read_u32(tcp(tcp_field::SEQ_NUM));
+        self.write_u32(tcp(tcp_field::SEQ_NUM), seq.0);
+        let check = checksum::update_u32(self.tcp_checksum(), old, seq.0);
+        self.write_u16(tcp(tcp_field::CHECKSUM), check);
+    }
+
+    /// Rewrite the window field; the TCP checksum stays valid if it was.
+    pub fn set_window(&mut self, window: u16) {
+        let old = self.window();
+        self.write_u16(tcp(tcp_field::WINDOW), window);
+        let check = checksum::update_u16(self.tcp_checksum(), old, window);
+        self.write_u16(tcp(tcp_field::CHECKSUM), check);
+    }
+
+    /// Recompute both checksums from scratch (after edits through [`Self::buffer_mut`]).
+    pub fn fill_checksums(&mut self) {
+        self.write_u16(ip_field::CHECKSUM, 0);
+        let ip_check = checksum::finish(checksum::sum(0, &self.buffer.as_ref()[..IPV4_HEADER_LEN]));
+        self.write_u16(ip_field::CHECKSUM, ip_check);
+        self.write_u16(tcp(tcp_field::CHECKSUM), 0);
+        let pseudo = self.pseudo_header();
+        let tcp_check = checksum::finish(checksum::sum(
+            pseudo,
+            &self.buffer.as_ref()[IPV4_HEADER_LEN..],
+        ));
+        self.write_u16(tcp(tcp_field::CHECKSUM), tcp_check);
+    }
+
+    fn write_u16(&mut self, r: Range<usize>, v: u16) {
+        self.buffer.as_mut()[r].copy_from_slice(&v.to_be_bytes());
+    }
+
+    fn write_u32(&mut self, r: Range<usize>, v: u32) {
+        self.buffer.as_mut()[r].copy_from_slice(&v.to_be_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{emit_ipv4_tcp, parse_ipv4_tcp, Ipv4Repr, SackBlocks, TcpRepr};
+
+    /// A pure ACK 10.0.1.1.80 > 10.0.0.1.5001 with timestamps and one SACK block.
+    fn ack_packet() -> Vec<u8> {
+        let mut sack = SackBlocks::default();
+        sack.push(SeqNumber(9000), SeqNumber(9500));
+        let ip = Ipv4Repr {
+            src: Ipv4Addr::new(10, 0, 1, 1),
+            dst: Ipv4Addr::new(10, 0, 0, 1),
+            protocol: IPPROTO_TCP,
+            ttl: 64,
+            ident: 7,
+            dscp_ecn: 0,
+            payload_len: 0,
+        };
+        let tcp = TcpRepr {
+            src_port: 80,
+            dst_port: 5001,
+            seq: SeqNumber(2001),
+            ack: Some(SeqNumber(8000)),
+            window: 1000,
+            sack,
+            timestamp: Some((5, 6)),
+            ..TcpRepr::default()
+        };
+        let mut buf = [0u8; 80];
+        let n = emit_ipv4_tcp(&ip, &tcp, &mut buf);
+        buf[..n].to_vec()
+    }
+
+    #[test]
+    fn getters_read_the_emitted_fields() {
+        let bytes = ack_packet();
+        let view = TcpIpv4View::new_checked(&bytes[..]).expect("valid");
+        assert_eq!(view.src_addr(), Ipv4Addr::new(10, 0, 1, 1));
+        assert_eq!(view.dst_addr(), Ipv4Addr::new(10, 0, 0, 1));
+        assert_eq!((view.src_port(), view.dst_port()), (80, 5001));
+        assert_eq!(view.seq_number(), SeqNumber(2001));
+        assert_eq!(view.ack_number(), Some(SeqNumber(8000)));
+        assert_eq!((view.window(), view.ident(), view.ttl()), (1000, 7, 64));
+        // NOP NOP TS (12) + NOP NOP SACK with one block (12).
+        assert_eq!((view.tcp_header_len(), view.header_len()), (44, 64));
+        assert_eq!((view.total_len(), view.payload_len()), (64, 0));
+        assert_eq!(view.options().len(), 24);
+        assert!(view.is_pure_ack());
+        assert!(view.has_sack());
+        assert!(view.verify_checksums());
+    }
+
+    #[test]
+    fn setters_keep_the_checksum_equal_to_a_full_recompute() {
+        let mut bytes = ack_packet();
+        let mut view = TcpIpv4View::new_checked(&mut bytes[..]).expect("valid");
+        view.set_ack_number(SeqNumber(0xdead_beef));
+        view.set_window(0);
+        view.set_seq_number(SeqNumber(u32::MAX));
+        assert!(view.verify_checksums());
+        let incremental = view.tcp_checksum();
+        view.fill_checksums();
+        assert_eq!(view.tcp_checksum(), incremental);
+        let (_, tcp) = parse_ipv4_tcp(&bytes, 0).expect("still valid");
+        assert_eq!(tcp.ack, Some(SeqNumber(0xdead_beef)));
+        assert_eq!((tcp.window, tcp.seq), (0, SeqNumber(u32::MAX)));
+    }
+
+    #[test]
+    fn setters_do_not_repair_a_bad_checksum() {
+        let mut bytes = ack_packet();
+        bytes[36] ^= 0xff;
+        let mut view = TcpIpv4View::new_checked(&mut bytes[..]).expect("lengths are fine");
+        assert!(!view.verify_checksums());
+        view.set_ack_number(SeqNumber(1));
+        assert!(!view.verify_checksums());
+    }
+
+    #[test]
+    fn pure_ack_excludes_data_and_control_segments() {
+        let mut bytes = ack_packet();
+        let len = bytes.len() as u16;
+        let mut view = TcpIpv4View::new_checked(&mut bytes[..]).expect("valid");
+        view.buffer_mut()[20 + 13] |= TcpFlags::FIN.0;
+        assert!(!view.is_pure_ack());
+        view.buffer_mut()[20 + 13] &= !TcpFlags::FIN.0;
+        view.buffer_mut()[2..4].copy_from_slice(&(len + 1).to_be_bytes());
+        assert_eq!(view.payload_len(), 1);
+        assert!(!view.is_pure_ack());
+        view.buffer_mut()[2..4].copy_from_slice(&len.to_be_bytes());
+        view.buffer_mut()[20 + 13] &= !ACK_BIT;
+        assert!(!view.is_pure_ack());
+        assert_eq!(view.ack_number(), None);
+    }
+
+    #[test]
+    fn has_sack_walks_option_lengths() {
+        let mut bytes = ack_packet();
+        let mut view = TcpIpv4View::new_checked(&mut bytes[..]).expect("valid");
+        // Turn the SACK option (after NOP NOP TS NOP NOP) into an unknown kind of the same length.
+        assert_eq!(view.buffer_mut()[40 + 14], KIND_SACK);
+        view.buffer_mut()[40 + 14] = 99;
+        assert!(!view.has_sack());
+        // EOL before it hides it.
+        view.buffer_mut()[40 + 14] = KIND_SACK;
+        view.buffer_mut()[40] = KIND_EOL;
+        assert!(!view.has_sack());
+    }
+
+    #[test]
+    fn new_checked_rejects_what_it_cannot_index() {
+        let bytes = ack_packet();
+        let check = |b: &[u8]| TcpIpv4View::new_checked(b).map(|_| ());
+        for k in 0..bytes.len() {
+            assert!(check(&bytes[..k]).is_err(), "cut at {k}");
+        }
+        let mut b = bytes.clone();
+        b[0] = 0x46;
+        assert_eq!(check(&b), Err(WireError::Unsupported("IPv4 options")));
+        let mut b = bytes.clone();
+        b[9] = 17;
+        assert_eq!(check(&b), Err(WireError::Unsupported("not TCP")));
+        let mut b = bytes.clone();
+        b[32] = 0x40;
+        assert_eq!(
+            check(&b),
+            Err(WireError::Unsupported("TCP data offset below 5"))
+        );
+        let mut b = bytes.clone();
+        b[2..4].copy_from_slice(&63u16.to_be_bytes());
+        assert!(matches!(check(&b), Err(WireError::Unsupported(_))));
+        let mut b = bytes;
+        b[6] = 0x20;
+        assert_eq!(check(&b), Err(WireError::Unsupported("IPv4 fragment")));
+    }
+}

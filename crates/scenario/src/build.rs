@@ -1,0 +1,677 @@
+//! From the (overridden) scenario table to a validated [`Scenario`]: structure, types, defaults,
+//! cross-references and the semantic checks, each error located at the offending key.
+//!
+//! The structure (which keys a table may have, arrays of tables, names → indices) is walked by
+//! hand so that every error has a precise path; leaf values and the configs owned by
+//! satpep-proto (`LinkConfig`, `TcpConfig`) go through serde, with `serde_path_to_error` giving
+//! the path inside them.
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+
+use satpep_proto::link::LinkConfig;
+use satpep_proto::tcp::TcpConfig;
+use satpep_proto::{Bitrate, Duration};
+use serde::de::DeserializeOwned;
+use toml::{Table, Value};
+
+use crate::error::ScenarioError;
+use crate::keys::{join, join_index, KeyPath, Seg, Sources};
+use crate::routes::{self, TraceError};
+use crate::spec::{AppSpec, FlowSpec, LinkSpec, NodeKind, NodeSpec, OutputSpec, Scenario};
+
+type Result<T, E = ScenarioError> = std::result::Result<T, E>;
+
+/// An error whose path is relative to some table; the caller decides the prefix.
+type RelError = (KeyPath, String);
+
+const ROOT_KEYS: &[&str] = &[
+    "name",
+    "seed",
+    "duration",
+    "stop_when_done",
+    "defaults",
+    "node",
+    "link",
+    "route",
+    "flow",
+    "output",
+    "sweep",
+];
+const DEFAULTS_KEYS: &[&str] = &["tcp"];
+const NODE_KEYS: &[&str] = &["name", "kind", "address"];
+const LINK_OWN_KEYS: &[&str] = &["name", "from", "to"];
+const ROUTE_KEYS: &[&str] = &["node", "dst", "link"];
+const FLOW_KEYS: &[&str] = &[
+    "name", "from", "to", "start", "port", "src_port", "app", "tcp",
+];
+const OUTPUT_KEYS: &[&str] = &["interval", "pcap", "series", "plots"];
+
+/// Build and validate the scenario in `root` (which must no longer hold `[sweep]`).
+pub(crate) fn build(src: &Sources<'_>, root: &Table, default_name: &str) -> Result<Scenario> {
+    Builder { src, root }.scenario(default_name)
+}
+
+struct Builder<'s, 'a> {
+    src: &'s Sources<'a>,
+    root: &'s Table,
+}
+
+impl Builder<'_, '_> {
+    fn scenario(&self, default_name: &str) -> Result<Scenario> {
+        let root = self.root;
+        self.check_keys(root, &[], ROOT_KEYS)?;
+        let name = self
+            .get::<String>(root, &[], "name")?
+            .unwrap_or_else(|| default_name.to_owned());
+        let seed = self.get::<u64>(root, &[], "seed")?.unwrap_or(1);
+        let duration = self
+            .get::<Duration>(root, &[], "duration")?
+            .unwrap_or(Duration::from_secs(60));
+        if duration == Duration::ZERO {
+            return Err(self.err(
+                &key("duration"),
+                "the run needs a duration above 0 (e.g. \"60s\")",
+            ));
+        }
+        let stop_when_done = self
+            .get::<bool>(root, &[], "stop_when_done")?
+            .unwrap_or(true);
+        let default_tcp = self.default_tcp()?;
+        let nodes = self.nodes()?;
+        let links = self.links(&nodes)?;
+        let routes = self.routes(&nodes, &links)?;
+        let flows = self.flows(&nodes, &links, &routes, &default_tcp, duration)?;
+        let output = self.output(&links)?;
+        Ok(Scenario {
+            name,
+            seed,
+            duration,
+            stop_when_done,
+            nodes,
+            links,
+            flows,
+            output,
+            routes,
+        })
+    }
+
+    /// `[defaults.tcp]`, checked on its own so that its errors point at it, not at each flow.
+    fn default_tcp(&self) -> Result<Table> {
+        let path = key("defaults");
+        let Some(defaults) = self.root.get("defaults") else {
+            return Ok(Table::new());
+        };
+        let defaults = self.table(defaults, &path)?;
+        self.check_keys(defaults, &path, DEFAULTS_KEYS)?;
+        let path = join(&path, "tcp");
+        let Some(tcp) = defaults.get("tcp") else {
+            return Ok(Table::new());
+        };
+        let tcp = self.table(tcp, &path)?.clone();
+        let checked =
+            typed_rel::<TcpConfig>(&Value::Table(tcp.clone())).and_then(|c| check_tcp(&c));
+        checked.map_err(|(rel, msg)| self.err(&[path, rel].concat(), msg))?;
+        Ok(tcp)
+    }
+
+    fn nodes(&self) -> Result<Vec<NodeSpec>> {
+        let elements = self.array_of_tables("node")?;
+        if elements.is_empty() {
+            return Err(self.err(
+                &[],
+                "the scenario has no nodes: add [[node]] tables (at least two hosts)",
+            ));
+        }
+        let mut nodes: Vec<NodeSpec> = Vec::with_capacity(elements.len());
+        let mut explicit: Vec<bool> = Vec::with_capacity(elements.len());
+        for (i, t) in elements.iter().enumerate() {
+            let path = join_index(&key("node"), i);
+            self.check_keys(t, &path, NODE_KEYS)?;
+            let name = self.name(t, &path, nodes.iter().map(|n| n.name.as_str()), "node")?;
+            let kind = self.get::<NodeKind>(t, &path, "kind")?.unwrap_or_default();
+            let given = self.get::<Ipv4Addr>(t, &path, "address")?;
+            explicit.push(given.is_some());
+            let address = match given {
+                Some(a) => a,
+                None => auto_address(i).ok_or_else(|| {
+                    self.err(&path, "too many nodes for automatic addresses (65536)")
+                })?,
+            };
+            nodes.push(NodeSpec {
+                name,
+                kind,
+                address,
+            });
+        }
+        let mut seen: HashMap<Ipv4Addr, usize> = HashMap::new();
+        for (i, n) in nodes.iter().enumerate() {
+            let Some(&first) = seen.get(&n.address) else {
+                seen.insert(n.address, i);
+                continue;
+            };
+            // Blame an explicitly written address (the automatic one only follows the order).
+            let (at, other) = if explicit[i] { (i, first) } else { (first, i) };
+            return Err(self.err(
+                &[
+                    key("node"),
+                    vec![Seg::Index(at), Seg::Key("address".into())],
+                ]
+                .concat(),
+                format!(
+                    "address {} is also the address of node `{}`; addresses must be unique",
+                    n.address, nodes[other].name
+                ),
+            ));
+        }
+        Ok(nodes)
+    }
+
+    fn links(&self, nodes: &[NodeSpec]) -> Result<Vec<LinkSpec>> {
+        let mut links: Vec<LinkSpec> = Vec::new();
+        for (i, t) in self.array_of_tables("link")?.iter().enumerate() {
+            let path = join_index(&key("link"), i);
+            let name = self.name(t, &path, links.iter().map(|l| l.name.as_str()), "link")?;
+            let from = self.node_ref(t, &path, "from", nodes)?;
+            let to = self.node_ref(t, &path, "to", nodes)?;
+            if from == to {
+                return Err(self.err(&join(&path, "to"), "a link must join two different nodes"));
+            }
+            let mut rest = (*t).clone();
+            for k in LINK_OWN_KEYS {
+                rest.remove(*k);
+            }
+            let config =
+                typed_rel::<LinkConfig>(&Value::Table(rest)).map_err(|(rel, mut msg)| {
+                    if msg.starts_with("unknown field") {
+                        msg.push_str(", `name`, `from` or `to`");
+                    }
+                    self.err(&[path.clone(), rel].concat(), msg)
+                })?;
+            check_link(&config)
+                .map_err(|(rel, msg)| self.err(&[path.clone(), rel].concat(), msg))?;
+            links.push(LinkSpec {
+                name,
+                from,
+                to,
+                config,
+            });
+        }
+        Ok(links)
+    }
+
+    fn routes(&self, nodes: &[NodeSpec], links: &[LinkSpec]) -> Result<Vec<Vec<Option<usize>>>> {
+        let mut routes = routes::shortest(nodes.len(), links);
+        for (i, t) in self.array_of_tables("route")?.iter().enumerate() {
+            let path = join_index(&key("route"), i);
+            self.check_keys(t, &path, ROUTE_KEYS)?;
+            let node = self.node_ref(t, &path, "node", nodes)?;
+            let dst = self.node_ref(t, &path, "dst", nodes)?;
+            if node == dst {
+                return Err(self.err(
+                    &join(&path, "dst"),
+                    "a route's destination must differ from its node",
+                ));
+            }
+            let link_name = self.require::<String>(t, &path, "link")?;
+            let Some(link) = links.iter().position(|l| l.name == link_name) else {
+                return Err(self.err(
+                    &join(&path, "link"),
+                    unknown_name("link", &link_name, links.iter().map(|l| &l.name)),
+                ));
+            };
+            if links[link].from != node {
+                return Err(self.err(
+                    &join(&path, "link"),
+                    format!(
+                        "link `{link_name}` starts at `{}`, not at `{}`",
+                        nodes[links[link].from].name, nodes[node].name
+                    ),
+                ));
+            }
+            routes[node][dst] = Some(link);
+        }
+        Ok(routes)
+    }
+
+    fn flows(
+        &self,
+        nodes: &[NodeSpec],
+        links: &[LinkSpec],
+        routes: &[Vec<Option<usize>>],
+        default_tcp: &Table,
+        duration: Duration,
+    ) -> Result<Vec<FlowSpec>> {
+        let mut flows: Vec<FlowSpec> = Vec::new();
+        for (i, t) in self.array_of_tables("flow")?.iter().enumerate() {
+            let path = join_index(&key("flow"), i);
+            self.check_keys(t, &path, FLOW_KEYS)?;
+            let name = match t.get("name") {
+                Some(_) => self.name(t, &path, flows.iter().map(|f| f.name.as_str()), "flow")?,
+                None => format!("flow{}", i + 1),
+            };
+            if flows.iter().any(|f| f.name == name) {
+                return Err(self.err(
+                    &path,
+                    format!("flow name `{name}` is used twice; names must be unique"),
+                ));
+            }
+            let from = self.node_ref(t, &path, "from", nodes)?;
+            let to = self.node_ref(t, &path, "to", nodes)?;
+            for (end, k) in [(from, "from"), (to, "to")] {
+                if nodes[end].kind == NodeKind::Router {
+                    return Err(self.err(
+                        &join(&path, k),
+                        format!(
+                            "`{}` is a router; flows start and end at hosts",
+                            nodes[end].name
+                        ),
+                    ));
+                }
+            }
+            if from == to {
+                return Err(self.err(&join(&path, "to"), "a flow must join two different hosts"));
+            }
+            let start = self
+                .get::<Duration>(t, &path, "start")?
+                .unwrap_or(Duration::ZERO);
+            if start >= duration {
+                return Err(self.err(
+                    &join(&path, "start"),
+                    format!(
+                        "the flow starts at {start}, at or after the end of the run ({duration})"
+                    ),
+                ));
+            }
+            let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
+            let dst_port = self.port(t, &path, "port", n.saturating_add(5000))?;
+            let src_port = self.port(t, &path, "src_port", n.saturating_add(40000))?;
+            if let Some(other) = flows
+                .iter()
+                .find(|f| (f.from, f.to, f.src_port, f.dst_port) == (from, to, src_port, dst_port))
+            {
+                return Err(self.err(
+                    &join(&path, "port"),
+                    format!("flow `{}` already uses these hosts and ports; set another `port` or `src_port`", other.name),
+                ));
+            }
+            let app = self
+                .get::<AppSpec>(t, &path, "app")?
+                .unwrap_or(AppSpec::Bulk {
+                    bytes: None,
+                    duration: None,
+                });
+            check_app(&app)
+                .map_err(|(rel, msg)| self.err(&[join(&path, "app"), rel].concat(), msg))?;
+            let tcp = self.flow_tcp(t, &path, default_tcp)?;
+            for (a, b) in [(from, to), (to, from)] {
+                let Err(e) = routes::trace(routes, links, a, b) else {
+                    continue;
+                };
+                let why = match e {
+                    TraceError::NoRoute { at } if at == a => String::new(),
+                    TraceError::NoRoute { at } => {
+                        format!(": `{}` has no route toward it", nodes[at].name)
+                    }
+                    TraceError::Loop => ": the routes toward it go round in a loop".to_owned(),
+                };
+                return Err(self.err(
+                    &join(&path, "to"),
+                    format!(
+                        "no route from `{}` to `{}`{why}; add a link or fix the [[route]] tables",
+                        nodes[a].name, nodes[b].name
+                    ),
+                ));
+            }
+            flows.push(FlowSpec {
+                name,
+                from,
+                to,
+                start,
+                src_port,
+                dst_port,
+                app,
+                tcp,
+            });
+        }
+        Ok(flows)
+    }
+
+    /// `[defaults.tcp]` with the flow's own `tcp` keys laid over it; an error in a key the flow
+    /// sets points at the flow, otherwise at `[defaults.tcp]`.
+    fn flow_tcp(&self, t: &Table, path: &[Seg], default_tcp: &Table) -> Result<TcpConfig> {
+        let own_path = join(path, "tcp");
+        let own = match t.get("tcp") {
+            Some(v) => self.table(v, &own_path)?.clone(),
+            None => Table::new(),
+        };
+        let mut merged = default_tcp.clone();
+        merged.extend(own.clone());
+        let checked =
+            typed_rel::<TcpConfig>(&Value::Table(merged)).and_then(|c| check_tcp(&c).map(|()| c));
+        checked.map_err(|(rel, msg)| {
+            let in_own = matches!(rel.first(), Some(Seg::Key(k)) if own.contains_key(k))
+                || default_tcp.is_empty();
+            let base = if in_own {
+                own_path.clone()
+            } else {
+                vec![Seg::Key("defaults".into()), Seg::Key("tcp".into())]
+            };
+            self.err(&[base, rel].concat(), msg)
+        })
+    }
+
+    fn output(&self, links: &[LinkSpec]) -> Result<OutputSpec> {
+        let path = key("output");
+        let mut out = OutputSpec::default();
+        let Some(t) = self.root.get("output") else {
+            return Ok(out);
+        };
+        let t = self.table(t, &path)?;
+        self.check_keys(t, &path, OUTPUT_KEYS)?;
+        if let Some(interval) = self.get::<Duration>(t, &path, "interval")? {
+            if interval == Duration::ZERO {
+                return Err(self.err(
+                    &join(&path, "interval"),
+                    "the sampling interval must be above 0 (e.g. \"10ms\")",
+                ));
+            }
+            out.interval = interval;
+        }
+        for (i, name) in self
+            .get::<Vec<String>>(t, &path, "pcap")?
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            let Some(link) = links.iter().position(|l| &l.name == name) else {
+                return Err(self.err(
+                    &join_index(&join(&path, "pcap"), i),
+                    unknown_name("link", name, links.iter().map(|l| &l.name)),
+                ));
+            };
+            if !out.pcap_links.contains(&link) {
+                out.pcap_links.push(link);
+            }
+        }
+        out.series = self.get::<bool>(t, &path, "series")?.unwrap_or(out.series);
+        out.plots = self.get::<bool>(t, &path, "plots")?.unwrap_or(out.plots);
+        Ok(out)
+    }
+
+    // --- helpers -------------------------------------------------------------------------
+
+    fn err(&self, path: &[Seg], message: impl Into<String>) -> ScenarioError {
+        self.src.error(self.root, path, message)
+    }
+
+    fn check_keys(&self, t: &Table, path: &[Seg], allowed: &[&str]) -> Result<()> {
+        let Some(unknown) = t.keys().find(|k| !allowed.contains(&k.as_str())) else {
+            return Ok(());
+        };
+        let expected: Vec<String> = allowed.iter().map(|k| format!("`{k}`")).collect();
+        Err(self.err(
+            &join(path, unknown),
+            format!(
+                "unknown key `{unknown}`, expected one of {}",
+                expected.join(", ")
+            ),
+        ))
+    }
+
+    fn typed<T: DeserializeOwned>(&self, value: &Value, path: &[Seg]) -> Result<T> {
+        typed_rel(value).map_err(|(rel, msg)| self.err(&[path, &rel].concat(), msg))
+    }
+
+    fn get<T: DeserializeOwned>(&self, t: &Table, path: &[Seg], k: &str) -> Result<Option<T>> {
+        t.get(k).map(|v| self.typed(v, &join(path, k))).transpose()
+    }
+
+    fn require<T: DeserializeOwned>(&self, t: &Table, path: &[Seg], k: &str) -> Result<T> {
+        // The key path names the missing key; its line is that of the enclosing table.
+        self.get(t, path, k)?
+            .ok_or_else(|| self.err(&join(path, k), format!("missing required key `{k}`")))
+    }
+
+    fn table<'v>(&self, v: &'v Value, path: &[Seg]) -> Result<&'v Table> {
+        v.as_table()
+            .ok_or_else(|| self.err(path, format!("expected a table, got {}", type_name(v))))
+    }
+
+    fn array_of_tables(&self, k: &str) -> Result<Vec<&Table>> {
+        let Some(v) = self.root.get(k) else {
+            return Ok(Vec::new());
+        };
+        let expected = || format!("expected an array of tables, written [[{k}]]");
+        let items = v
+            .as_array()
+            .ok_or_else(|| self.err(&key(k), format!("{}, got {}", expected(), type_name(v))))?;
+        let tables = items.iter().enumerate().map(|(i, item)| {
+            item.as_table().ok_or_else(|| {
+                self.err(
+                    &join_index(&key(k), i),
+                    format!("{}, got {}", expected(), type_name(item)),
+                )
+            })
+        });
+        tables.collect()
+    }
+
+    /// The element's required `name`: well formed and not among `taken`.
+    fn name<'n>(
+        &self,
+        t: &Table,
+        path: &[Seg],
+        mut taken: impl Iterator<Item = &'n str>,
+        what: &str,
+    ) -> Result<String> {
+        let name = self.require::<String>(t, path, "name")?;
+        if name.is_empty() || name.contains(|c: char| c == '.' || c == '=' || c.is_whitespace()) {
+            return Err(self.err(
+                &join(path, "name"),
+                format!("`{name}` is not a usable name: names are non-empty, without dots, `=` or spaces"),
+            ));
+        }
+        if taken.any(|n| n == name) {
+            return Err(self.err(
+                &join(path, "name"),
+                format!("{what} name `{name}` is used twice; names must be unique"),
+            ));
+        }
+        Ok(name)
+    }
+
+    /// A required key naming a node; returns the node's index.
+    fn node_ref(&self, t: &Table, path: &[Seg], k: &str, nodes: &[NodeSpec]) -> Result<usize> {
+        let name = self.require::<String>(t, path, k)?;
+        nodes.iter().position(|n| n.name == name).ok_or_else(|| {
+            self.err(
+                &join(path, k),
+                unknown_name("node", &name, nodes.iter().map(|n| &n.name)),
+            )
+        })
+    }
+
+    fn port(&self, t: &Table, path: &[Seg], k: &str, default: u32) -> Result<u16> {
+        let port = match self.get::<u16>(t, path, k)? {
+            Some(p) => p,
+            None => u16::try_from(default).map_err(|_| {
+                self.err(
+                    path,
+                    format!("too many flows for a default `{k}`; set it explicitly"),
+                )
+            })?,
+        };
+        if port == 0 {
+            return Err(self.err(
+                &join(path, k),
+                "port 0 is not a usable port: expected 1 to 65535",
+            ));
+        }
+        Ok(port)
+    }
+}
+
+fn key(k: &str) -> KeyPath {
+    vec![Seg::Key(k.to_owned())]
+}
+
+/// Deserialize `value` as `T`; on failure the path inside `value` and the message.
+fn typed_rel<T: DeserializeOwned>(value: &Value) -> std::result::Result<T, RelError> {
+    serde_path_to_error::deserialize(value.clone()).map_err(
+        |e: serde_path_to_error::Error<toml::de::Error>| {
+            let rel = e
+                .path()
+                .iter()
+                .filter_map(|s| match s {
+                    serde_path_to_error::Segment::Seq { index } => Some(Seg::Index(*index)),
+                    serde_path_to_error::Segment::Map { key } => Some(Seg::Key(key.clone())),
+                    _ => None,
+                })
+                .collect();
+            (rel, e.inner().message().trim().to_owned())
+        },
+    )
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "a string",
+        Value::Integer(_) => "an integer",
+        Value::Float(_) => "a float",
+        Value::Boolean(_) => "a boolean",
+        Value::Datetime(_) => "a datetime",
+        Value::Array(_) => "an array",
+        Value::Table(_) => "a table",
+    }
+}
+
+fn unknown_name<'n>(what: &str, name: &str, known: impl Iterator<Item = &'n String>) -> String {
+    let known: Vec<&str> = known.map(String::as_str).collect();
+    format!(
+        "unknown {what} `{name}`; the {what}s are: {}",
+        if known.is_empty() {
+            "none".into()
+        } else {
+            known.join(", ")
+        }
+    )
+}
+
+fn auto_address(index: usize) -> Option<Ipv4Addr> {
+    let hi = u8::try_from(index / 256).ok()?;
+    let lo = u8::try_from(index % 256).ok()?;
+    Some(Ipv4Addr::new(10, hi, lo, 1))
+}
+
+/// Semantic checks of a TCP config; the path is relative to its `tcp` table.
+fn check_tcp(c: &TcpConfig) -> std::result::Result<(), RelError> {
+    let fail = |k: &str, msg: String| Err((key(k), msg));
+    if c.mss == 0 {
+        return fail("mss", "mss must be at least 1 byte (typically 1460)".into());
+    }
+    if !(1..=10).contains(&c.initial_window) {
+        return fail(
+            "initial_window",
+            format!(
+                "initial_window must be 1 to 10 segments (RFC 6928), got {}",
+                c.initial_window
+            ),
+        );
+    }
+    if c.delack_segments == 0 {
+        return fail(
+            "delack_segments",
+            "delack_segments must be at least 1 (1 = acknowledge every segment)".into(),
+        );
+    }
+    if c.dupthresh == 0 {
+        return fail(
+            "dupthresh",
+            "dupthresh must be at least 1 duplicate ACK (typically 3)".into(),
+        );
+    }
+    if c.initial_rto == Duration::ZERO {
+        return fail(
+            "initial_rto",
+            "initial_rto must be above 0 (RFC 6298: 1s)".into(),
+        );
+    }
+    if c.min_rto > c.max_rto {
+        return fail(
+            "min_rto",
+            format!(
+                "min_rto ({}) must not exceed max_rto ({})",
+                c.min_rto, c.max_rto
+            ),
+        );
+    }
+    for (k, size) in [
+        ("send_buffer", c.send_buffer),
+        ("recv_buffer", c.recv_buffer),
+    ] {
+        if size.bytes() < u64::from(c.mss) {
+            return fail(
+                k,
+                format!(
+                    "{k} ({size}) must hold at least one segment of mss {} bytes",
+                    c.mss
+                ),
+            );
+        }
+    }
+    if c.app_read_rate == Some(Bitrate(0)) {
+        return fail(
+            "app_read_rate",
+            "app_read_rate must be above 0; leave it out for an instant reader".into(),
+        );
+    }
+    Ok(())
+}
+
+/// Semantic checks of a link config, by [`LinkConfig::validate`] (owned by the link model, so
+/// the rules live beside the code that relies on them); the path is relative to the `[[link]]`
+/// table.
+fn check_link(c: &LinkConfig) -> std::result::Result<(), RelError> {
+    c.validate().map_err(|e| match e.split_once(": ") {
+        // The message starts with the key path inside the link table, e.g. "error.per: ...".
+        Some((k, msg)) if !k.is_empty() && !k.contains(' ') => (
+            k.split('.').map(|s| Seg::Key(s.to_owned())).collect(),
+            msg.to_owned(),
+        ),
+        _ => (Vec::new(), e),
+    })
+}
+
+/// Semantic checks of an application; the path is relative to the `app` table.
+fn check_app(app: &AppSpec) -> std::result::Result<(), RelError> {
+    match app {
+        AppSpec::Bulk {
+            bytes: Some(_),
+            duration: Some(_),
+        } => Err((
+            key("duration"),
+            "a bulk app takes `bytes` or `duration`, not both".into(),
+        )),
+        AppSpec::Bulk { bytes: Some(b), .. } if b.bytes() == 0 => {
+            Err((key("bytes"), "bytes must be at least 1".into()))
+        }
+        AppSpec::Bulk {
+            duration: Some(Duration::ZERO),
+            ..
+        } => Err((
+            key("duration"),
+            "duration must be above 0; leave it out to send until the end".into(),
+        )),
+        AppSpec::RequestResponse { request, .. } if request.bytes() == 0 => {
+            Err((key("request"), "request must be at least 1 byte".into()))
+        }
+        AppSpec::RequestResponse { response, .. } if response.bytes() == 0 => {
+            Err((key("response"), "response must be at least 1 byte".into()))
+        }
+        AppSpec::RequestResponse { count: 0, .. } => {
+            Err((key("count"), "count must be at least 1".into()))
+        }
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,256 @@
+//! The typed, validated scenario: what the simulator and the emulator build from.
+//!
+//! Every name in the file has become an index here (`LinkSpec::from` is an index into
+//! `Scenario::nodes`), every default is filled in, and every cross-reference has been checked,
+//! so a driver can index without checking.
+
+use std::net::Ipv4Addr;
+
+use satpep_proto::link::LinkConfig;
+use satpep_proto::tcp::TcpConfig;
+use satpep_proto::{ByteSize, Duration};
+use serde::{Deserialize, Serialize};
+use toml::{Table, Value};
+
+/// A loaded, validated scenario.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Scenario {
+    /// Name for reports and output folders. Default: the file stem (`default` for the built-in).
+    pub name: String,
+    /// Seed of every random generator in the run. Default: 1.
+    pub seed: u64,
+    /// Simulated time limit. Default: 60 s.
+    pub duration: Duration,
+    /// End early when every flow's application has finished. Default: true.
+    pub stop_when_done: bool,
+    /// Hosts and routers, in file order; their index is their id.
+    pub nodes: Vec<NodeSpec>,
+    /// Simplex links, in file order; their index is their id.
+    pub links: Vec<LinkSpec>,
+    /// TCP flows, in file order.
+    pub flows: Vec<FlowSpec>,
+    /// What to record.
+    pub output: OutputSpec,
+    /// For each node, the outgoing link index toward each destination node:
+    /// `routes[node][dst] = Some(link index)`, `None` for `node == dst` or when `dst` is
+    /// unreachable. Fewest hops (BFS), ties broken by the lowest link index, then `[[route]]`
+    /// overrides.
+    pub routes: Vec<Vec<Option<usize>>>,
+}
+
+/// What a node does with packets.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Eq, Hash, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeKind {
+    /// Runs TCP endpoints; can be a flow's end. It also forwards packets not addressed to it.
+    #[default]
+    Host,
+    /// Forwards only; cannot terminate flows.
+    Router,
+}
+
+/// One node of the topology.
+#[derive(Clone, Debug, Eq, PartialEq, Serialize)]
+pub struct NodeSpec {
+    /// Unique name.
+    pub name: String,
+    /// Host or router. Default: host.
+    pub kind: NodeKind,
+    /// IPv4 address, unique. Default: `10.0.<index>.1` (for index ≥ 256: `10.<index/256>.<index%256>.1`).
+    pub address: Ipv4Addr,
+}
+
+/// One simplex link.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinkSpec {
+    /// Unique name.
+    pub name: String,
+    /// Index of the sending node.
+    pub from: usize,
+    /// Index of the receiving node.
+    pub to: usize,
+    /// Rate, delay, queue and error model.
+    pub config: LinkConfig,
+}
+
+/// One TCP connection and the application on it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlowSpec {
+    /// Unique name. Default: `flow<i>`, i counting flows from 1.
+    pub name: String,
+    /// Index of the node that opens the connection (bulk: the data sender; request/response: the
+    /// client).
+    pub from: usize,
+    /// Index of the node that listens.
+    pub to: usize,
+    /// When `from` opens the connection. Default: 0 s.
+    pub start: Duration,
+    /// Source (ephemeral) port. Default: 40000 + i.
+    pub src_port: u16,
+    /// Destination (listening) port. Default: 5000 + i.
+    pub dst_port: u16,
+    /// What the application does.
+    pub app: AppSpec,
+    /// TCP settings of both ends: `[defaults.tcp]` merged field by field under the flow's `tcp`.
+    pub tcp: TcpConfig,
+}
+
+/// The application driving a flow.
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AppSpec {
+    /// `from` sends as fast as TCP allows: `bytes` in total, or for `duration`, or (neither)
+    /// until the end of the run. Giving both is an error.
+    Bulk {
+        /// Total bytes to send.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bytes: Option<ByteSize>,
+        /// How long to keep sending, from the flow's start.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration: Option<Duration>,
+    },
+    /// `from` sends `request` bytes, `to` answers with `response` bytes; `count` times, waiting
+    /// `think` after each response.
+    RequestResponse {
+        /// Request size, at least 1 byte.
+        request: ByteSize,
+        /// Response size, at least 1 byte.
+        response: ByteSize,
+        /// Number of exchanges, at least 1. Default: 1.
+        #[serde(default = "one")]
+        count: u32,
+        /// Pause between a response and the next request. Default: 0 s.
+        #[serde(default)]
+        think: Duration,
+    },
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// What the run records.
+#[derive(Clone, Debug, Eq, PartialEq, Serialize)]
+pub struct OutputSpec {
+    /// Time-series sampling interval, > 0. Default: 10 ms.
+    pub interval: Duration,
+    /// Indices of the links whose delivered packets go to `trace.pcap`. Default: none.
+    pub pcap_links: Vec<usize>,
+    /// Write `flows.csv` / `links.csv`. Default: true.
+    pub series: bool,
+    /// Render plots after the run. Default: false.
+    pub plots: bool,
+}
+
+impl Default for OutputSpec {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_millis(10),
+            pcap_links: Vec::new(),
+            series: true,
+            plots: false,
+        }
+    }
+}
+
+/// One combination of a `[sweep]`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SweepPoint {
+    /// `(key, value)` pairs applied to the base scenario, in `[sweep]` order; values as written
+    /// (strings bare, other values in TOML syntax).
+    pub assignments: Vec<(String, String)>,
+    /// The base scenario with these assignments applied, validated.
+    pub scenario: Scenario,
+}
+
+impl Scenario {
+    /// The scenario written back in the file format with every default spelled out, for
+    /// `run.json` and for re-running: loading `toml::to_string(&s.to_table())` gives `s` again.
+    ///
+    /// `[defaults.tcp]` is folded into each flow's full `tcp` table, and only the routes that
+    /// differ from the automatic ones are written as `[[route]]`.
+    pub fn to_table(&self) -> Table {
+        let mut t = Table::new();
+        t.insert("name".into(), self.name.clone().into());
+        t.insert("seed".into(), integer(self.seed));
+        t.insert("duration".into(), self.duration.to_string().into());
+        t.insert("stop_when_done".into(), self.stop_when_done.into());
+        let node_name = |i: usize| Value::from(self.nodes.get(i).map_or("", |n| n.name.as_str()));
+        let nodes = self.nodes.iter().map(|n| {
+            let mut e = Table::new();
+            e.insert("name".into(), n.name.clone().into());
+            e.insert("kind".into(), to_value(&n.kind));
+            e.insert("address".into(), n.address.to_string().into());
+            Value::Table(e)
+        });
+        t.insert("node".into(), Value::Array(nodes.collect()));
+        let links = self.links.iter().map(|l| {
+            let mut e = Table::new();
+            e.insert("name".into(), l.name.clone().into());
+            e.insert("from".into(), node_name(l.from));
+            e.insert("to".into(), node_name(l.to));
+            if let Value::Table(cfg) = to_value(&l.config) {
+                e.extend(cfg);
+            }
+            Value::Table(e)
+        });
+        t.insert("link".into(), Value::Array(links.collect()));
+        let auto = crate::routes::shortest(self.nodes.len(), &self.links);
+        let mut routes = Vec::new();
+        for (n, row) in self.routes.iter().enumerate() {
+            for (d, link) in row.iter().enumerate() {
+                let Some(link) = link else { continue };
+                if auto.get(n).and_then(|r| r.get(d)) == Some(&Some(*link)) {
+                    continue;
+                }
+                let mut e = Table::new();
+                e.insert("node".into(), node_name(n));
+                e.insert("dst".into(), node_name(d));
+                e.insert(
+                    "link".into(),
+                    self.links.get(*link).map_or("", |l| l.name.as_str()).into(),
+                );
+                routes.push(Value::Table(e));
+            }
+        }
+        if !routes.is_empty() {
+            t.insert("route".into(), Value::Array(routes));
+        }
+        let flows = self.flows.iter().map(|f| {
+            let mut e = Table::new();
+            e.insert("name".into(), f.name.clone().into());
+            e.insert("from".into(), node_name(f.from));
+            e.insert("to".into(), node_name(f.to));
+            e.insert("start".into(), f.start.to_string().into());
+            e.insert("port".into(), i64::from(f.dst_port).into());
+            e.insert("src_port".into(), i64::from(f.src_port).into());
+            e.insert("app".into(), to_value(&f.app));
+            e.insert("tcp".into(), to_value(&f.tcp));
+            Value::Table(e)
+        });
+        t.insert("flow".into(), Value::Array(flows.collect()));
+        let mut out = Table::new();
+        out.insert("interval".into(), self.output.interval.to_string().into());
+        let pcap = self
+            .output
+            .pcap_links
+            .iter()
+            .map(|&i| self.links.get(i).map_or("", |l| l.name.as_str()).into());
+        out.insert("pcap".into(), Value::Array(pcap.collect()));
+        out.insert("series".into(), self.output.series.into());
+        out.insert("plots".into(), self.output.plots.into());
+        t.insert("output".into(), Value::Table(out));
+        t
+    }
+}
+
+/// A u64 as a TOML integer; TOML integers are i64, so larger values become strings.
+fn integer(v: u64) -> Value {
+    i64::try_from(v).map_or_else(|_| Value::String(v.to_string()), Value::Integer)
+}
+
+/// Serialize a config struct to a TOML value. The types here and in satpep-proto serialize to
+/// tables of strings, numbers and booleans, which TOML always represents.
+fn to_value(v: &impl Serialize) -> Value {
+    Value::try_from(v).unwrap_or_else(|e| Value::String(format!("<unserializable: {e}>")))
+}

@@ -1,0 +1,347 @@
+//! Malformed scenarios: each error must name the origin, the exact line, the full key path and
+//! what was expected.
+
+use satpep_scenario::{load_str, ScenarioError};
+
+/// A small valid scenario: hosts a, b; router r; links ab, ba; one flow a → b. 18 lines, so a
+/// table appended to it starts on line 19.
+const MINI: &str = r#"[[node]]
+name = "a"
+[[node]]
+name = "b"
+[[node]]
+name = "r"
+kind = "router"
+[[link]]
+name = "ab"
+from = "a"
+to = "b"
+[[link]]
+name = "ba"
+from = "b"
+to = "a"
+[[flow]]
+from = "a"
+to = "b"
+"#;
+
+/// MINI with `extra` lines added inside the link `ab` table (after line 11, so the first extra
+/// line is line 12).
+fn with_link_keys(extra: &str) -> String {
+    MINI.replacen("to = \"b\"\n", &format!("to = \"b\"\n{extra}"), 1)
+}
+
+fn err(text: &str, sets: &[&str]) -> ScenarioError {
+    let sets: Vec<String> = sets.iter().map(|s| (*s).to_owned()).collect();
+    match load_str(text, "geo.toml", &sets) {
+        Ok(_) => panic!("expected an error for:\n{text}\n--set {sets:?}"),
+        Err(e) => e,
+    }
+}
+
+#[track_caller]
+fn check(e: &ScenarioError, line: usize, key: &str, word: &str) {
+    let shown = e.to_string();
+    assert_eq!(e.origin(), "geo.toml", "{shown}");
+    assert_eq!(e.line(), Some(line), "{shown}");
+    assert_eq!(e.key(), Some(key), "{shown}");
+    assert!(e.message().contains(word), "`{word}` not in: {shown}");
+    assert!(shown.starts_with(&format!("geo.toml:{line}:")), "{shown}");
+    assert!(shown.contains(&format!("key `{key}`")), "{shown}");
+}
+
+#[test]
+fn mini_is_valid() {
+    let l = load_str(MINI, "geo.toml", &[]).unwrap();
+    assert_eq!(l.scenario.name, "geo");
+    assert_eq!(l.scenario.flows.len(), 1);
+    assert!(load_str(&with_link_keys("rate = \"2Mbps\"\n"), "geo.toml", &[]).is_ok());
+}
+
+#[test]
+fn unknown_top_level_key_lists_expected_keys() {
+    let e = err(&format!("seed = 3\ncolour = \"blue\"\n{MINI}"), &[]);
+    check(&e, 2, "colour", "expected one of");
+    assert!(e.message().contains("`duration`"), "{e}");
+}
+
+#[test]
+fn unknown_key_in_link_lists_link_keys() {
+    let e = err(
+        &with_link_keys("rate = \"2Mbps\"\nlatency = \"1ms\"\n"),
+        &[],
+    );
+    check(&e, 13, "link.ab.latency", "unknown field `latency`");
+    assert!(
+        e.message().contains("`delay`") && e.message().contains("`from`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_unit_names_the_units() {
+    let e = err(&with_link_keys("rate = \"10 furlongs\"\n"), &[]);
+    check(&e, 12, "link.ab.rate", "Mbps");
+    assert_eq!(
+        e.to_string(),
+        "geo.toml:12:1: key `link.ab.rate`: unknown rate unit in `10 furlongs`: expected bps, kbps, \
+         Mbps or Gbps (e.g. \"9.6kbps\")"
+    );
+}
+
+#[test]
+fn negative_duration() {
+    let e = err(&format!("name = \"x\"\nduration = \"-5s\"\n{MINI}"), &[]);
+    check(&e, 2, "duration", "non-negative");
+    let e = err(&format!("duration = 0\n{MINI}"), &[]);
+    check(&e, 1, "duration", "above 0");
+}
+
+#[test]
+fn packet_error_rate_above_one() {
+    let e = err(
+        &with_link_keys("error = { model = \"per\", per = 1.5 }\n"),
+        &[],
+    );
+    check(&e, 12, "link.ab.error.per", "probability");
+    assert!(e.message().contains("1.5"), "{e}");
+}
+
+#[test]
+fn initial_window_outside_1_to_10() {
+    let e = err(&format!("[defaults.tcp]\ninitial_window = 0\n{MINI}"), &[]);
+    check(&e, 2, "defaults.tcp.initial_window", "1 to 10");
+    let e = err(&format!("{MINI}tcp = {{ initial_window = 11 }}\n"), &[]);
+    check(&e, 19, "flow.flow1.tcp.initial_window", "got 11");
+}
+
+#[test]
+fn mss_zero_in_defaults_is_blamed_on_defaults_not_the_flow() {
+    let e = err(
+        &format!("[defaults.tcp]\ncc = \"reno\"\nmss = 0\n{MINI}"),
+        &[],
+    );
+    check(&e, 3, "defaults.tcp.mss", "mss");
+}
+
+#[test]
+fn link_to_unknown_node_points_at_to() {
+    let text = MINI.replacen("to = \"b\"", "to = \"bb\"", 1);
+    let e = err(&text, &[]);
+    check(&e, 11, "link.ab.to", "unknown node `bb`");
+    assert!(e.message().contains("a, b, r"), "{e}");
+}
+
+#[test]
+fn duplicate_node_name() {
+    let text = MINI.replacen("name = \"r\"", "name = \"a\"", 1);
+    let e = err(&text, &[]);
+    check(&e, 6, "node.a.name", "used twice");
+}
+
+#[test]
+fn flow_between_routers() {
+    let text = format!(
+        "{MINI}[[node]]\nname = \"r2\"\nkind = \"router\"\n[[flow]]\nfrom = \"r\"\nto = \"r2\"\n"
+    );
+    let e = err(&text, &[]);
+    check(&e, 23, "flow.flow2.from", "router");
+}
+
+#[test]
+fn bulk_with_both_bytes_and_duration() {
+    let e = err(
+        &format!("{MINI}app = {{ kind = \"bulk\", bytes = \"1MB\", duration = \"1s\" }}\n"),
+        &[],
+    );
+    check(&e, 19, "flow.flow1.app.duration", "not both");
+}
+
+#[test]
+fn missing_required_from_points_at_the_table() {
+    let e = err(
+        &format!("{MINI}[[flow]]\nname = \"second\"\nto = \"a\"\n"),
+        &[],
+    );
+    check(&e, 19, "flow.second.from", "missing required key `from`");
+}
+
+#[test]
+fn wrong_type() {
+    let e = err(&with_link_keys("rate = true\n"), &[]);
+    check(
+        &e,
+        12,
+        "link.ab.rate",
+        "invalid type: boolean `true`, expected a rate",
+    );
+}
+
+#[test]
+fn unroutable_flow() {
+    let text =
+        format!("{MINI}[[node]]\nname = \"island\"\n[[flow]]\nfrom = \"a\"\nto = \"island\"\n");
+    let e = err(&text, &[]);
+    check(&e, 23, "flow.flow2.to", "no route from `a` to `island`");
+}
+
+#[test]
+fn zero_rate() {
+    let e = err(&with_link_keys("delay = \"1ms\"\nrate = 0\n"), &[]);
+    check(&e, 13, "link.ab.rate", "greater than 0");
+}
+
+#[test]
+fn toml_syntax_error_has_a_line() {
+    let e = err(&format!("{MINI}start = \n"), &[]);
+    assert_eq!(e.line(), Some(19), "{e}");
+    assert!(e.to_string().starts_with("geo.toml:19:"), "{e}");
+    assert!(e.message().contains("TOML syntax"), "{e}");
+}
+
+#[test]
+fn set_unknown_path_names_set_and_the_path() {
+    let e = err(MINI, &["link.nope.rate=1Mbps"]);
+    assert_eq!(e.origin(), "--set 'link.nope.rate=1Mbps'");
+    assert_eq!(e.line(), None);
+    assert!(
+        e.message().contains("no element named `nope`") && e.message().contains("ab, ba"),
+        "{e}"
+    );
+    let e = err(MINI, &["link.ab.latency=1ms"]);
+    assert_eq!(e.origin(), "--set 'link.ab.latency=1ms'");
+    assert_eq!(e.key(), Some("link.ab.latency"));
+    assert!(e.message().contains("unknown field `latency`"), "{e}");
+    let e = err(MINI, &["outptu.interval=1ms"]);
+    assert_eq!(e.key(), Some("outptu"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("--set 'outptu.interval=1ms': key `outptu`: unknown key"),
+        "{e}"
+    );
+}
+
+#[test]
+fn set_bad_value_names_set() {
+    let e = err(MINI, &["link.ab.rate=10 furlongs"]);
+    assert_eq!(
+        e.to_string(),
+        "--set 'link.ab.rate=10 furlongs': key `link.ab.rate`: unknown rate unit in `10 furlongs`: \
+         expected bps, kbps, Mbps or Gbps (e.g. \"9.6kbps\")"
+    );
+    let e = err(MINI, &["seed"]);
+    assert!(e.message().contains("KEY=VALUE"), "{e}");
+}
+
+#[test]
+fn error_in_file_value_overridden_by_set_is_not_blamed_on_the_file() {
+    // The file's rate is fine; the override breaks it.
+    let e = err(&with_link_keys("rate = \"1Mbps\"\n"), &["link.0.rate=-1"]);
+    assert_eq!(e.origin(), "--set 'link.0.rate=-1'");
+    // And an override can repair a bad file value.
+    assert!(load_str(
+        &with_link_keys("rate = 0\n"),
+        "geo.toml",
+        &["link.ab.rate=1Mbps".into()]
+    )
+    .is_ok());
+}
+
+#[test]
+fn sweep_key_not_found_points_at_the_sweep_line() {
+    let text =
+        format!("{MINI}[sweep]\n\"link.ab.rate\" = [\"1Mbps\"]\n\"link.zz.rate\" = [\"1Mbps\"]\n");
+    let e = err(&text, &[]);
+    assert_eq!(e.line(), Some(21), "{e}");
+    assert!(
+        e.message().contains("sweep key `link.zz.rate` not found"),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_sweep_value_names_the_point() {
+    let text = format!("{MINI}[sweep]\n\"link.ab.rate\" = [\"1Mbps\", \"fast\"]\n");
+    let e = err(&text, &[]);
+    assert_eq!(e.line(), Some(20), "{e}");
+    assert_eq!(e.key(), Some("link.ab.rate"));
+    assert!(e.message().contains("sweep point link.ab.rate=fast"), "{e}");
+    let e = err(&format!("{MINI}[sweep]\nseed = 3\n"), &[]);
+    assert!(e.message().contains("non-empty array"), "{e}");
+}
+
+#[test]
+fn route_must_start_at_its_node() {
+    let text = format!("{MINI}[[route]]\nnode = \"a\"\ndst = \"b\"\nlink = \"ba\"\n");
+    let e = err(&text, &[]);
+    check(&e, 22, "route.0.link", "starts at `b`, not at `a`");
+}
+
+#[test]
+fn routing_loop_is_reported() {
+    // a ⇄ r ⇄ b plus a direct a → b; force r to send b-bound packets back to a, and a via r.
+    let text = r#"
+[[node]]
+name = "a"
+[[node]]
+name = "b"
+[[node]]
+name = "r"
+kind = "router"
+[[link]]
+name = "ar"
+from = "a"
+to = "r"
+[[link]]
+name = "ra"
+from = "r"
+to = "a"
+[[link]]
+name = "rb"
+from = "r"
+to = "b"
+[[link]]
+name = "br"
+from = "b"
+to = "r"
+[[route]]
+node = "r"
+dst = "b"
+link = "ra"
+[[flow]]
+from = "a"
+to = "b"
+"#;
+    let e = err(text, &[]);
+    check(&e, 31, "flow.flow1.to", "loop");
+}
+
+#[test]
+fn explicit_address_colliding_with_automatic_one() {
+    // Node b (index 1) gets 10.0.1.1 automatically; node a claims it explicitly.
+    let text = MINI.replacen(
+        "name = \"a\"\n",
+        "name = \"a\"\naddress = \"10.0.1.1\"\n",
+        1,
+    );
+    let e = err(&text, &[]);
+    check(&e, 3, "node.a.address", "node `b`");
+}
+
+#[test]
+fn pcap_of_unknown_link() {
+    let e = err(&format!("{MINI}[output]\npcap = [\"ab\", \"fwd\"]\n"), &[]);
+    check(&e, 20, "output.pcap.1", "unknown link `fwd`");
+}
+
+#[test]
+fn flow_start_after_the_end() {
+    let e = err(&format!("duration = \"10s\"\n{MINI}start = \"10s\"\n"), &[]);
+    check(&e, 20, "flow.flow1.start", "after the end");
+}
+
+#[test]
+fn names_with_dots_are_rejected() {
+    let text = MINI.replacen("name = \"ab\"", "name = \"a.b\"", 1);
+    check(&err(&text, &[]), 9, "link.a.b.name", "without dots");
+}

@@ -1,0 +1,242 @@
+//! The event queue: virtual time in integer nanoseconds, total order by (time, insertion
+//! sequence), and lazy timers.
+//!
+//! Wires between nodes are zero-delay (delay lives in link nodes), so most events are scheduled
+//! for "now"; they go to a FIFO instead of the heap. Both queues hold `(time, seq)` keys and the
+//! engine always takes the smaller key, so the order is exactly (time, seq) either way.
+//!
+//! Timers are lazy: a node's wake-up is pushed only when its deadline moves *earlier*; when it
+//! moves later the old wake-up stays and fires early, which the `Node` contract makes harmless.
+//! A TCP sender restarts its RTO on every ACK, so this saves one heap entry per ACK.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use satpep_proto::{Instant, Node, Packet, PortId};
+
+/// Index of a node in the engine.
+pub type NodeId = usize;
+
+/// Something that happens at an instant.
+#[derive(Debug)]
+pub enum Event {
+    /// A packet arrives at `to` on `port`.
+    Deliver {
+        /// Receiving node.
+        to: NodeId,
+        /// Port it arrives on.
+        port: PortId,
+        /// The packet.
+        pkt: Packet,
+    },
+    /// A node's timer, armed for `at`.
+    Wake {
+        /// The node.
+        node: NodeId,
+    },
+    /// A driver-defined event (sampling, stop), identified by a number.
+    Tick(u32),
+}
+
+struct Entry {
+    at: Instant,
+    seq: u64,
+    event: Event,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(other.at, other.seq))
+    }
+}
+
+/// The event queue and the lazy-timer bookkeeping.
+pub struct EventQueue {
+    heap: BinaryHeap<Reverse<Entry>>,
+    immediate: VecDeque<Entry>,
+    seq: u64,
+    now: Instant,
+    armed: Vec<Option<Instant>>,
+    processed: u64,
+}
+
+impl EventQueue {
+    /// An empty queue for `nodes` nodes.
+    pub fn new(nodes: usize) -> Self {
+        Self {
+            heap: BinaryHeap::with_capacity(1024),
+            immediate: VecDeque::with_capacity(1024),
+            seq: 0,
+            now: Instant::ZERO,
+            armed: vec![None; nodes],
+            processed: 0,
+        }
+    }
+
+    /// Current virtual time.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// Events taken off the queue so far (stale timer entries excluded).
+    pub fn processed(&self) -> u64 {
+        self.processed
+    }
+
+    /// Schedule `event` at `at` (never before now).
+    pub fn push(&mut self, at: Instant, event: Event) {
+        let at = at.max(self.now);
+        let entry = Entry { at, seq: self.seq, event };
+        self.seq += 1;
+        if at == self.now {
+            self.immediate.push_back(entry);
+        } else {
+            self.heap.push(Reverse(entry));
+        }
+    }
+
+    /// Ask for `node` to be woken at `deadline` (its current `poll_timeout`).
+    pub fn arm(&mut self, node: NodeId, deadline: Option<Instant>) {
+        let Some(at) = deadline else { return };
+        if self.armed[node].is_none_or(|armed| at < armed) {
+            self.armed[node] = Some(at);
+            self.push(at, Event::Wake { node });
+        }
+    }
+
+    /// Time of the next event, if any.
+    pub fn peek_time(&self) -> Option<Instant> {
+        match (self.immediate.front(), self.heap.peek()) {
+            (Some(a), Some(Reverse(b))) => Some(a.at.min(b.at)),
+            (Some(a), None) => Some(a.at),
+            (None, Some(Reverse(b))) => Some(b.at),
+            (None, None) => None,
+        }
+    }
+
+    /// Take the next event at or before `end`, advancing time. Stale wake-ups are skipped.
+    pub fn pop(&mut self, end: Instant) -> Option<Event> {
+        loop {
+            let from_immediate = match (self.immediate.front(), self.heap.peek()) {
+                (Some(a), Some(Reverse(b))) => (a.at, a.seq) < (b.at, b.seq),
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => return None,
+            };
+            let next_at = if from_immediate {
+                self.immediate.front().map(|e| e.at)
+            } else {
+                self.heap.peek().map(|Reverse(e)| e.at)
+            }?;
+            if next_at > end {
+                return None;
+            }
+            let entry = if from_immediate {
+                self.immediate.pop_front()?
+            } else {
+                self.heap.pop()?.0
+            };
+            self.now = entry.at;
+            if let Event::Wake { node } = entry.event {
+                if self.armed[node] != Some(entry.at) {
+                    continue; // superseded by an earlier wake-up
+                }
+                self.armed[node] = None;
+            }
+            self.processed += 1;
+            return Some(entry.event);
+        }
+    }
+
+    /// Move the clock to `t` when no event remains before it.
+    pub fn advance_to(&mut self, t: Instant) {
+        if t > self.now {
+            self.now = t;
+        }
+    }
+}
+
+/// Drain a node's output after an input: every transmit goes to `route` (which returns the
+/// receiving node and port), then the node's timer is (re)armed.
+pub fn flush<N: Node + ?Sized>(
+    q: &mut EventQueue,
+    id: NodeId,
+    node: &mut N,
+    mut route: impl FnMut(NodeId, PortId, &Packet, Instant) -> Option<(NodeId, PortId)>,
+) {
+    let now = q.now();
+    while let Some(tx) = node.poll_transmit(now) {
+        if let Some((to, port)) = route(id, tx.port, &tx.pkt, now) {
+            q.push(now, Event::Deliver { to, port, pkt: tx.pkt });
+        }
+    }
+    q.arm(id, node.poll_timeout());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tick(q: &mut EventQueue) -> Option<(u64, u32)> {
+        match q.pop(Instant::FAR_FUTURE)? {
+            Event::Tick(n) => Some((q.now().as_nanos(), n)),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn orders_by_time_then_insertion() {
+        let mut q = EventQueue::new(0);
+        q.push(Instant(30), Event::Tick(1));
+        q.push(Instant(10), Event::Tick(2));
+        q.push(Instant(30), Event::Tick(3));
+        q.push(Instant(0), Event::Tick(4));
+        q.push(Instant(10), Event::Tick(5));
+        let order: Vec<_> = std::iter::from_fn(|| tick(&mut q)).collect();
+        assert_eq!(order, vec![(0, 4), (10, 2), (10, 5), (30, 1), (30, 3)]);
+    }
+
+    #[test]
+    fn immediate_events_queue_behind_earlier_insertions_at_the_same_time() {
+        let mut q = EventQueue::new(0);
+        q.push(Instant(10), Event::Tick(1));
+        q.push(Instant(10), Event::Tick(2));
+        assert_eq!(tick(&mut q), Some((10, 1)));
+        // Scheduled "now" (10) after Tick(2) was: must run after it.
+        q.push(Instant(10), Event::Tick(3));
+        assert_eq!(tick(&mut q), Some((10, 2)));
+        assert_eq!(tick(&mut q), Some((10, 3)));
+    }
+
+    #[test]
+    fn lazy_timers_fire_once_at_the_earliest_deadline() {
+        let mut q = EventQueue::new(1);
+        q.arm(0, Some(Instant(100)));
+        q.arm(0, Some(Instant(200))); // later: keep the 100 wake-up
+        q.arm(0, Some(Instant(50))); // earlier: push a new one; 100 becomes stale
+        assert!(matches!(q.pop(Instant::FAR_FUTURE), Some(Event::Wake { node: 0 })));
+        assert_eq!(q.now(), Instant(50));
+        assert!(q.pop(Instant::FAR_FUTURE).is_none(), "the stale 100 ns wake-up must be skipped");
+        assert_eq!(q.processed(), 1);
+    }
+
+    #[test]
+    fn pop_stops_at_end() {
+        let mut q = EventQueue::new(0);
+        q.push(Instant(5), Event::Tick(1));
+        assert!(q.pop(Instant(4)).is_none());
+        assert_eq!(q.peek_time(), Some(Instant(5)));
+        assert_eq!(tick(&mut q), Some((5, 1)));
+    }
+}

@@ -1,0 +1,219 @@
+//! A host: TCP endpoints with their applications, behind one IP address.
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+
+use satpep_proto::tcp::TcpEndpoint;
+use satpep_proto::wire::{emit_ipv4_tcp, parse_ipv4_tcp, Ipv4Repr, IPPROTO_TCP};
+use satpep_proto::{Instant, Node, Packet, PortId, Transmit};
+
+use crate::apps::App;
+
+/// Which end of a flow a connection is.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum Role {
+    /// Opens the connection (bulk sender, request client).
+    Opener,
+    /// Listens (bulk sink, response server).
+    Listener,
+}
+
+/// One connection on a host.
+#[derive(Clone, Debug)]
+pub struct Conn {
+    /// Flow index in the scenario.
+    pub flow: usize,
+    /// Which end.
+    pub role: Role,
+    /// The TCP model.
+    pub ep: TcpEndpoint,
+    /// The application on top.
+    pub app: App,
+    /// When the opener connects.
+    pub start: Instant,
+    started: bool,
+    /// When the application finished its work.
+    pub done_at: Option<Instant>,
+    deadline: Option<Instant>,
+}
+
+/// Counters of packets a host could not use.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HostStats {
+    /// Header bytes that did not parse (bad checksum, truncated…).
+    pub malformed: u64,
+    /// TCP segments for no known connection.
+    pub no_connection: u64,
+    /// Packets for another address.
+    pub not_for_us: u64,
+    /// Packets with no route out.
+    pub no_route: u64,
+}
+
+/// A host node: demultiplexes segments to its connections and sends what they produce.
+#[derive(Clone, Debug)]
+pub struct Host {
+    addr: Ipv4Addr,
+    conns: Vec<Conn>,
+    by_tuple: HashMap<(u16, Ipv4Addr, u16), usize>,
+    routes: HashMap<Ipv4Addr, PortId>,
+    default_port: Option<PortId>,
+    /// Connections touched since their output was last drained (a stack; duplicates harmless).
+    dirty: Vec<usize>,
+    ident: u16,
+    next_packet_id: u64,
+    done: usize,
+    stats: HostStats,
+}
+
+impl Host {
+    /// A host at `addr`; `id_base` makes packet ids unique across hosts.
+    pub fn new(addr: Ipv4Addr, id_base: u64) -> Self {
+        Self {
+            addr,
+            conns: Vec::new(),
+            by_tuple: HashMap::new(),
+            routes: HashMap::new(),
+            default_port: None,
+            dirty: Vec::new(),
+            ident: 0,
+            next_packet_id: id_base,
+            done: 0,
+            stats: HostStats::default(),
+        }
+    }
+
+    /// Send packets for `dst` out of `port`.
+    pub fn add_route(&mut self, dst: Ipv4Addr, port: PortId) {
+        self.routes.insert(dst, port);
+        self.default_port.get_or_insert(port);
+    }
+
+    /// Add a connection. Listeners listen at once; openers connect at `start`.
+    pub fn add_conn(&mut self, flow: usize, role: Role, mut ep: TcpEndpoint, app: App, start: Instant) -> usize {
+        let (_, lport) = ep.local();
+        let (raddr, rport) = ep.remote();
+        if role == Role::Listener {
+            ep.listen();
+        }
+        let i = self.conns.len();
+        self.by_tuple.insert((lport, raddr, rport), i);
+        self.conns.push(Conn { flow, role, ep, app, start, started: role == Role::Listener, done_at: None, deadline: None });
+        self.refresh_deadline(i);
+        i
+    }
+
+    /// The connections.
+    pub fn conns(&self) -> &[Conn] {
+        &self.conns
+    }
+
+    /// Connections whose application has finished.
+    pub fn done_count(&self) -> usize {
+        self.done
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> HostStats {
+        self.stats
+    }
+
+    fn refresh_deadline(&mut self, i: usize) {
+        let c = &self.conns[i];
+        let start = (!c.started).then_some(c.start);
+        c_deadline(&mut self.conns[i], start);
+    }
+
+    fn after_input(&mut self, now: Instant, i: usize) {
+        let c = &mut self.conns[i];
+        c.app.update(now, &mut c.ep);
+        if c.done_at.is_none() && c.started && c.app.is_done(&c.ep) && c.role == Role::Opener {
+            c.done_at = Some(now);
+            self.done += 1;
+        }
+        self.dirty.push(i);
+    }
+}
+
+fn c_deadline(c: &mut Conn, start: Option<Instant>) {
+    let mut d = c.ep.poll_timeout();
+    for t in [start, c.app.wake_at()].into_iter().flatten() {
+        d = Some(d.map_or(t, |d| d.min(t)));
+    }
+    c.deadline = d;
+}
+
+impl Node for Host {
+    fn handle_packet(&mut self, now: Instant, _port: PortId, pkt: Packet) {
+        let (ip, seg) = match parse_ipv4_tcp(pkt.header(), pkt.payload_len) {
+            Ok(x) => x,
+            Err(_) => {
+                self.stats.malformed += 1;
+                return;
+            }
+        };
+        if ip.dst != self.addr {
+            self.stats.not_for_us += 1;
+            return;
+        }
+        let Some(&i) = self.by_tuple.get(&(seg.dst_port, ip.src, seg.src_port)) else {
+            self.stats.no_connection += 1;
+            return;
+        };
+        self.conns[i].ep.handle_segment(now, &seg);
+        self.after_input(now, i);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        for i in 0..self.conns.len() {
+            let c = &mut self.conns[i];
+            if c.deadline.is_none_or(|d| d > now) {
+                continue;
+            }
+            if !c.started && now >= c.start {
+                c.started = true;
+                c.ep.connect(now);
+            }
+            c.ep.handle_timeout(now);
+            self.after_input(now, i);
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        while let Some(&i) = self.dirty.last() {
+            let c = &mut self.conns[i];
+            if let Some(seg) = c.ep.poll_transmit(now) {
+                // Sending may free buffer space or complete a request: let the app react.
+                c.app.update(now, &mut c.ep);
+                let flow = c.flow as u32;
+                let (raddr, _) = c.ep.remote();
+                let Some(&port) = self.routes.get(&raddr).or(self.default_port.as_ref()) else {
+                    self.stats.no_route += 1;
+                    continue;
+                };
+                let ip = Ipv4Repr {
+                    src: self.addr,
+                    dst: raddr,
+                    protocol: IPPROTO_TCP,
+                    ttl: 64,
+                    ident: self.ident,
+                    dscp_ecn: 0,
+                    payload_len: 0,
+                };
+                self.ident = self.ident.wrapping_add(1);
+                let mut pkt = Packet::build(seg.payload_len, |buf| emit_ipv4_tcp(&ip, &seg, buf));
+                pkt.id = self.next_packet_id;
+                pkt.flow = flow;
+                self.next_packet_id += 1;
+                return Some(Transmit { port, pkt });
+            }
+            self.dirty.pop();
+            self.refresh_deadline(i);
+        }
+        None
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.conns.iter().filter_map(|c| c.deadline).min()
+    }
+}

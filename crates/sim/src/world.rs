@@ -1,0 +1,509 @@
+//! The simulation: topology built from a scenario, the event loop, sampling and the summary.
+
+use std::io;
+use std::path::Path;
+
+use satpep_output::{FlowSample, FlowSummary, LinkSample, LinkSummary, PcapTrace, SeriesWriter, Summary};
+use satpep_proto::link::Link;
+use satpep_proto::rand::Rng;
+use satpep_proto::tcp::TcpEndpoint;
+use satpep_proto::{Duration, Instant, Node, Packet, PortId, Transmit};
+use satpep_scenario::{NodeKind, Scenario};
+
+use crate::apps::apps_for;
+use crate::engine::{flush, Event, EventQueue, NodeId};
+use crate::host::{Host, Role};
+use crate::router::Router;
+
+/// A node of the simulated network (enum dispatch keeps the hot loop free of `dyn`).
+#[allow(clippy::large_enum_variant)]
+enum SimNode {
+    Host(Host),
+    Router(Router),
+    Link(Link),
+}
+
+impl Node for SimNode {
+    fn handle_packet(&mut self, now: Instant, port: PortId, pkt: Packet) {
+        match self {
+            Self::Host(n) => n.handle_packet(now, port, pkt),
+            Self::Router(n) => n.handle_packet(now, port, pkt),
+            Self::Link(n) => n.handle_packet(now, port, pkt),
+        }
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        match self {
+            Self::Host(n) => n.handle_timeout(now),
+            Self::Router(n) => n.handle_timeout(now),
+            Self::Link(n) => n.handle_timeout(now),
+        }
+    }
+    fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        match self {
+            Self::Host(n) => n.poll_transmit(now),
+            Self::Router(n) => n.poll_transmit(now),
+            Self::Link(n) => n.poll_transmit(now),
+        }
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        match self {
+            Self::Host(n) => n.poll_timeout(),
+            Self::Router(n) => n.poll_timeout(),
+            Self::Link(n) => n.poll_timeout(),
+        }
+    }
+}
+
+/// Where a flow's two connections live.
+#[derive(Clone, Copy, Debug)]
+struct FlowLoc {
+    opener: (NodeId, usize),
+    listener: (NodeId, usize),
+}
+
+/// Files a run writes while it runs.
+pub struct Outputs {
+    series: Option<SeriesWriter>,
+    pcap: Option<PcapTrace>,
+    pcap_links: Vec<bool>,
+}
+
+impl Outputs {
+    /// Open the series CSVs and the pcap (as the scenario's `[output]` asks) in `dir`.
+    pub fn create(dir: &Path, scenario: &Scenario) -> io::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let series = if scenario.output.series {
+            let flows = scenario.flows.iter().map(|f| f.name.clone()).collect();
+            let links = scenario.links.iter().map(|l| l.name.clone()).collect();
+            Some(SeriesWriter::create(dir, flows, links)?)
+        } else {
+            None
+        };
+        let mut pcap_links = vec![false; scenario.links.len()];
+        for &l in &scenario.output.pcap_links {
+            if let Some(b) = pcap_links.get_mut(l) {
+                *b = true;
+            }
+        }
+        let pcap = if pcap_links.iter().any(|&b| b) { Some(PcapTrace::create(dir.join("trace.pcap"))?) } else { None };
+        Ok(Self { series, pcap, pcap_links })
+    }
+}
+
+/// What a finished run reports.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// Per-flow and per-link results.
+    pub summary: Summary,
+    /// Events processed.
+    pub events: u64,
+    /// Virtual time reached.
+    pub sim_time: Duration,
+    /// Data packets delivered to receiving hosts (segments with payload).
+    pub data_packets: u64,
+}
+
+const TICK_SAMPLE: u32 = 0;
+
+/// A simulation built from a scenario.
+pub struct Simulation {
+    scenario: Scenario,
+    q: EventQueue,
+    nodes: Vec<SimNode>,
+    /// For each node, for each of its ports, the (link node, port 0) it feeds; for each link
+    /// node, port 0 leads to the node at its far end.
+    wires: Vec<Vec<(NodeId, PortId)>>,
+    /// Node id of each scenario link.
+    link_node: Vec<NodeId>,
+    /// Scenario link index of each node (links only).
+    link_index: Vec<Option<usize>>,
+    flows: Vec<FlowLoc>,
+    outputs: Option<Outputs>,
+    last_link_bytes: Vec<u64>,
+    max_cwnd: Vec<u64>,
+    done_flows: usize,
+    /// Finished flows per host node, to update `done_flows` incrementally.
+    host_done: Vec<usize>,
+    data_packets: u64,
+    io_error: Option<io::Error>,
+}
+
+impl Simulation {
+    /// Build the network of `scenario`.
+    pub fn new(scenario: &Scenario) -> Self {
+        let n_nodes = scenario.nodes.len();
+        let mut nodes: Vec<SimNode> = scenario
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| match n.kind {
+                NodeKind::Host => SimNode::Host(Host::new(n.address, (i as u64) << 40)),
+                NodeKind::Router => SimNode::Router(Router::new()),
+            })
+            .collect();
+        let mut wires: Vec<Vec<(NodeId, PortId)>> = vec![Vec::new(); n_nodes];
+        let mut link_node = Vec::new();
+        let mut link_port = Vec::new();
+        for l in &scenario.links {
+            let id = nodes.len();
+            let rng = Rng::for_component(scenario.seed, &format!("link:{}", l.name));
+            nodes.push(SimNode::Link(Link::new(&l.config, rng)));
+            let port = PortId(wires[l.from].len() as u16);
+            wires[l.from].push((id, PortId(0)));
+            wires.push(vec![(l.to, PortId(0))]);
+            link_node.push(id);
+            link_port.push(port);
+        }
+        let mut link_index = vec![None; nodes.len()];
+        for (i, &id) in link_node.iter().enumerate() {
+            link_index[id] = Some(i);
+        }
+        // Static routes: at node n, traffic for node d leaves on link routes[n][d].
+        for (n, row) in scenario.routes.iter().enumerate() {
+            for (d, link) in row.iter().enumerate() {
+                let Some(l) = *link else { continue };
+                let dst = scenario.nodes[d].address;
+                match &mut nodes[n] {
+                    SimNode::Host(h) => h.add_route(dst, link_port[l]),
+                    SimNode::Router(r) => r.add_route(dst, link_port[l]),
+                    SimNode::Link(_) => {}
+                }
+            }
+        }
+        let mut flows = Vec::new();
+        for (i, f) in scenario.flows.iter().enumerate() {
+            let start = Instant::ZERO + f.start;
+            let (a, b) = (scenario.nodes[f.from].address, scenario.nodes[f.to].address);
+            let mut rng = Rng::for_component(scenario.seed, &format!("flow:{}", f.name));
+            let (opener_app, listener_app) = apps_for(&f.app, start);
+            let opener = TcpEndpoint::new(f.tcp.clone(), (a, f.src_port), (b, f.dst_port), rng.next_u32());
+            let listener = TcpEndpoint::new(f.tcp.clone(), (b, f.dst_port), (a, f.src_port), rng.next_u32());
+            let oc = add_conn(&mut nodes[f.from], i, Role::Opener, opener, opener_app, start);
+            let lc = add_conn(&mut nodes[f.to], i, Role::Listener, listener, listener_app, start);
+            flows.push(FlowLoc { opener: (f.from, oc), listener: (f.to, lc) });
+        }
+        let n_total = nodes.len();
+        let mut q = EventQueue::new(n_total);
+        for (id, n) in nodes.iter().enumerate() {
+            q.arm(id, n.poll_timeout());
+        }
+        if scenario.output.interval > Duration::ZERO {
+            q.push(Instant::ZERO, Event::Tick(TICK_SAMPLE));
+        }
+        Self {
+            last_link_bytes: vec![0; scenario.links.len()],
+            max_cwnd: vec![0; scenario.flows.len()],
+            scenario: scenario.clone(),
+            q,
+            nodes,
+            wires,
+            link_node,
+            link_index,
+            flows,
+            outputs: None,
+            done_flows: 0,
+            host_done: vec![0; n_total],
+            data_packets: 0,
+            io_error: None,
+        }
+    }
+
+    /// Write time series and pcap while running.
+    pub fn set_outputs(&mut self, outputs: Outputs) {
+        self.outputs = Some(outputs);
+    }
+
+    /// Current virtual time.
+    pub fn now(&self) -> Instant {
+        self.q.now()
+    }
+
+    /// Events processed so far.
+    pub fn events(&self) -> u64 {
+        self.q.processed()
+    }
+
+    /// The scenario this simulation was built from.
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+
+    /// Run to the scenario's end (its duration, or earlier when every flow is done and
+    /// `stop_when_done` is set), calling `progress` with the virtual time now and then.
+    pub fn run(mut self, mut progress: impl FnMut(Instant)) -> io::Result<RunResult> {
+        let end = Instant::ZERO + self.scenario.duration;
+        let mut next_report = Instant::ZERO;
+        while self.q.now() < end {
+            let step_end = (self.q.now() + Duration::from_millis(100)).min(end);
+            self.run_until(step_end);
+            if self.q.now() >= next_report {
+                progress(self.q.now());
+                next_report = self.q.now() + Duration::from_secs(1);
+            }
+            if self.is_done() {
+                break;
+            }
+            if self.q.peek_time().is_none() {
+                self.q.advance_to(end);
+            }
+        }
+        self.finish()
+    }
+
+    /// Whether every flow's application has finished and the scenario stops then.
+    pub fn is_done(&self) -> bool {
+        self.scenario.stop_when_done && self.done_flows == self.flows.len()
+    }
+
+    /// Process every event up to and including `end`.
+    pub fn run_until(&mut self, end: Instant) {
+        while let Some(ev) = self.q.pop(end) {
+            let id = match ev {
+                Event::Deliver { to, port, pkt } => {
+                    if pkt.payload_len > 0 && matches!(self.nodes[to], SimNode::Host(_)) {
+                        self.data_packets += 1;
+                    }
+                    self.nodes[to].handle_packet(self.q.now(), port, pkt);
+                    to
+                }
+                Event::Wake { node } => {
+                    self.nodes[node].handle_timeout(self.q.now());
+                    node
+                }
+                Event::Tick(_) => {
+                    self.sample();
+                    let next = self.q.now() + self.scenario.output.interval;
+                    self.q.push(next, Event::Tick(TICK_SAMPLE));
+                    continue;
+                }
+            };
+            self.flush(id);
+            if let SimNode::Host(h) = &self.nodes[id] {
+                let d = h.done_count();
+                if d != self.host_done[id] {
+                    self.done_flows += d - self.host_done[id];
+                    self.host_done[id] = d;
+                    if self.is_done() {
+                        return;
+                    }
+                }
+            }
+        }
+        self.q.advance_to(end);
+    }
+
+    fn flush(&mut self, id: NodeId) {
+        let wires = &self.wires;
+        let link_index = &self.link_index;
+        let outputs = &mut self.outputs;
+        let io_error = &mut self.io_error;
+        flush(&mut self.q, id, &mut self.nodes[id], |from, port, pkt, now| {
+            if let (Some(l), Some(out)) = (link_index[from], outputs.as_mut()) {
+                if out.pcap_links[l] {
+                    if let Some(p) = out.pcap.as_mut() {
+                        if let Err(e) = p.write(now, pkt) {
+                            io_error.get_or_insert(e);
+                        }
+                    }
+                }
+            }
+            wires[from].get(usize::from(port.0)).copied()
+        });
+    }
+
+    fn conn(&self, (node, i): (NodeId, usize)) -> &crate::host::Conn {
+        match &self.nodes[node] {
+            SimNode::Host(h) => &h.conns()[i],
+            // NOTE(unwrap-free): flows are only placed on hosts (the scenario checks it).
+            _ => unreachable!("flow endpoint on a non-host node"),
+        }
+    }
+
+    /// The opening endpoint of flow `i` (bulk sender, request client).
+    pub fn opener(&self, i: usize) -> &TcpEndpoint {
+        &self.conn(self.flows[i].opener).ep
+    }
+
+    /// The listening endpoint of flow `i` (bulk sink, response server).
+    pub fn listener(&self, i: usize) -> &TcpEndpoint {
+        &self.conn(self.flows[i].listener).ep
+    }
+
+    /// When flow `i`'s opener finished its work.
+    pub fn done_at(&self, i: usize) -> Option<Instant> {
+        self.conn(self.flows[i].opener).done_at
+    }
+
+    /// Scenario link `i`.
+    pub fn link(&self, i: usize) -> &Link {
+        match &self.nodes[self.link_node[i]] {
+            SimNode::Link(l) => l,
+            _ => unreachable!("link_node holds link ids"),
+        }
+    }
+
+    /// The bulk/data sender of flow `i`: for request/response flows the server sends most data,
+    /// but the opener is reported, as its cwnd is what the table shows.
+    fn sample(&mut self) {
+        let now = self.q.now();
+        for i in 0..self.flows.len() {
+            let ep = self.opener(i);
+            self.max_cwnd[i] = self.max_cwnd[i].max(ep.cwnd());
+        }
+        if self.outputs.as_ref().is_none_or(|o| o.series.is_none()) {
+            return;
+        }
+        let mut rows = Vec::with_capacity(self.flows.len());
+        for i in 0..self.flows.len() {
+            let loc = self.flows[i];
+            let (ep, rx) = (&self.conn(loc.opener).ep, &self.conn(loc.listener).ep);
+            rows.push(FlowSample {
+                time: now,
+                flow: i,
+                cwnd: ep.cwnd(),
+                ssthresh: ep.ssthresh(),
+                srtt: ep.rtt().srtt(),
+                rto: ep.rtt().rto(),
+                rwnd: ep.snd_wnd(),
+                bytes_in_flight: ep.bytes_in_flight(),
+                snd_una: ep.bytes_acked(),
+                snd_nxt: ep.bytes_sent_new(),
+                delivered: rx.bytes_delivered(),
+                retransmissions: ep.stats().retransmissions,
+            });
+        }
+        let interval = self.scenario.output.interval.as_secs_f64();
+        let mut links = Vec::with_capacity(self.link_node.len());
+        for i in 0..self.link_node.len() {
+            let l = self.link(i);
+            let st = l.stats();
+            let (qp, qb) = (l.queue_len_packets() as u64, l.queue_len_bytes());
+            let bytes = st.delivered_bytes;
+            let tput = (bytes - self.last_link_bytes[i]) as f64 * 8.0 / interval;
+            self.last_link_bytes[i] = bytes;
+            links.push(LinkSample {
+                time: now,
+                link: i,
+                queue_packets: qp,
+                queue_bytes: qb,
+                throughput_bps: tput,
+                queue_drops: st.queue_drops,
+                error_drops: st.error_drops,
+            });
+        }
+        let Some(series) = self.outputs.as_mut().and_then(|o| o.series.as_mut()) else { return };
+        for r in &rows {
+            if let Err(e) = series.write_flow(r) {
+                self.io_error.get_or_insert(e);
+            }
+        }
+        for r in &links {
+            if let Err(e) = series.write_link(r) {
+                self.io_error.get_or_insert(e);
+            }
+        }
+    }
+
+    /// Results so far.
+    pub fn summary(&self) -> Summary {
+        let now = self.q.now();
+        let sc = &self.scenario;
+        let name = |i: usize| sc.nodes[i].name.clone();
+        let flows = sc
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let ep = self.opener(i);
+                let rx = self.listener(i);
+                let st = ep.stats();
+                let start = Instant::ZERO + f.start;
+                let done = self.done_at(i);
+                // For request/response the data of interest flows both ways; report the
+                // bytes the opener received when it received more than it sent.
+                let delivered = rx.bytes_delivered().max(ep.bytes_delivered());
+                FlowSummary {
+                    name: f.name.clone(),
+                    from: name(f.from),
+                    to: name(f.to),
+                    cc: format!("{:?}", f.tcp.cc).to_lowercase(),
+                    recovery: format!("{:?}", f.tcp.recovery).to_lowercase(),
+                    start_s: f.start.as_secs_f64(),
+                    completion_time_s: done.map(|d| d.saturating_since(start).as_secs_f64()),
+                    bytes_acked: ep.bytes_acked(),
+                    bytes_delivered: delivered,
+                    goodput_bps: satpep_output::goodput_bps(delivered, start, done.unwrap_or(now)),
+                    segments_sent: st.segments_sent,
+                    retransmissions: st.retransmissions,
+                    fast_retransmits: st.fast_retransmits,
+                    rto_expirations: st.rto_expirations,
+                    dup_acks: st.dup_acks,
+                    mean_srtt_ms: ep.rtt().mean().map(|d| d.as_secs_f64() * 1e3),
+                    max_cwnd_bytes: self.max_cwnd[i].max(ep.cwnd()),
+                }
+            })
+            .collect();
+        let links = sc
+            .links
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let link = self.link(i);
+                let st = link.stats_at(now);
+                LinkSummary {
+                    name: l.name.clone(),
+                    from: name(l.from),
+                    to: name(l.to),
+                    rate_bps: l.config.rate.bps(),
+                    delay_ms: l.config.delay.as_secs_f64() * 1e3,
+                    utilisation: link.utilisation(now),
+                    delivered_packets: st.delivered_packets,
+                    delivered_bytes: st.delivered_bytes,
+                    queue_drops: st.queue_drops,
+                    error_drops: st.error_drops,
+                    mean_queue_packets: link.mean_queue_packets(now),
+                    max_queue_packets: st.max_queue_packets,
+                    mean_queue_bytes: link.mean_queue_bytes(now),
+                }
+            })
+            .collect();
+        Summary {
+            scenario: sc.name.clone(),
+            seed: sc.seed,
+            sim_time_s: now.as_secs_f64(),
+            events: self.q.processed(),
+            flows,
+            links,
+        }
+    }
+
+    fn finish(mut self) -> io::Result<RunResult> {
+        self.sample();
+        let summary = self.summary();
+        if let Some(out) = self.outputs.take() {
+            if let Some(s) = out.series {
+                s.finish()?;
+            }
+            if let Some(mut p) = out.pcap {
+                p.flush()?;
+            }
+        }
+        if let Some(e) = self.io_error.take() {
+            return Err(e);
+        }
+        Ok(RunResult {
+            events: self.q.processed(),
+            sim_time: self.q.now().saturating_since(Instant::ZERO),
+            data_packets: self.data_packets,
+            summary,
+        })
+    }
+}
+
+fn add_conn(node: &mut SimNode, flow: usize, role: Role, ep: TcpEndpoint, app: crate::apps::App, start: Instant) -> usize {
+    match node {
+        SimNode::Host(h) => h.add_conn(flow, role, ep, app, start),
+        // The scenario loader rejects flows on routers.
+        _ => usize::MAX,
+    }
+}
