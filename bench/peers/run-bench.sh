@@ -6,6 +6,7 @@
 #   defaults: 3 runs, 60 s simulated, flows 1 10 100.
 # For every (simulator, N) it runs RUNS times under /usr/bin/time, and prints
 # one line per run: sim, flows, wall seconds (whole process), max RSS (KiB),
+# user+sys CPU seconds (cpu_s: the robust figure on a loaded machine),
 # delivered data packets, µs of wall time per delivered packet, and the
 # program's own line. Summaries (median wall, median µs/packet) follow.
 # Raw output goes to bench/peers/results/bench-<date>.txt (not committed).
@@ -24,16 +25,17 @@ for n in $flows; do
     for sim in ns2 ns3; do
         for r in $(seq "$runs"); do
             if [ "$sim" = ns2 ]; then
-                /usr/bin/time -f 'TIME %e %M' -o "$tmp.t" ns "$here/ns2/dumbbell.tcl" "$n" "$simtime" >"$tmp" 2>&1
+                /usr/bin/time -f 'TIME %e %M %U %S' -o "$tmp.t" ns "$here/ns2/dumbbell.tcl" "$n" "$simtime" >"$tmp" 2>&1
             else
-                /usr/bin/time -f 'TIME %e %M' -o "$tmp.t" "$here/ns3/build/dumbbell" --flows="$n" --simTime="$simtime" >"$tmp" 2>&1
+                /usr/bin/time -f 'TIME %e %M %U %S' -o "$tmp.t" "$here/ns3/build/dumbbell" --flows="$n" --simTime="$simtime" >"$tmp" 2>&1
             fi
             line=$(grep "^$sim flows=" "$tmp")
             wall=$(awk '/^TIME/{print $2}' "$tmp.t")
             rss=$(awk '/^TIME/{print $3}' "$tmp.t")
+            cpu=$(awk '/^TIME/{print $4+$5}' "$tmp.t")
             pk=$(echo "$line" | sed 's/.*delivered_pkts=\([0-9]*\).*/\1/')
             us=$(awk -v w="$wall" -v p="$pk" 'BEGIN{printf "%.3f", w*1e6/p}')
-            echo "RUN sim=$sim flows=$n run=$r wall_s=$wall maxrss_kib=$rss delivered=$pk us_per_pkt=$us | $line" | tee -a "$out"
+            echo "RUN sim=$sim flows=$n run=$r wall_s=$wall maxrss_kib=$rss delivered=$pk us_per_pkt=$us cpu_s=$cpu | $line" | tee -a "$out"
         done
     done
 done

@@ -16,6 +16,7 @@
 //
 // Options select the TCP modelling details that differ from ns-2 (defaults are
 // ns-3's own defaults): --delAck (DelAckCount, 2), --sack (1), --ts (1),
+// --trace=SECONDS prints cwnd, ssthresh and congestion state periodically,
 // --minRto (1 s), --iw (InitialCwnd, 10), --recovery (prr|classic),
 // --tcp (NewReno|Cubic|LinuxReno), --seed (RngRun), --simTime.
 // The loss scenario always ACKs every segment unless --delAck is given.
@@ -34,6 +35,36 @@
 using namespace ns3;
 
 static uint64_t g_rxAtMark = 0;
+static uint32_t g_cwnd = 0;
+static uint32_t g_ssth = 0;
+static int g_state = 0;
+static uint32_t g_rto = 0;
+
+static void
+Sample(Ptr<PacketSink> sink, double period)
+{
+    std::printf("trace t=%.1f rx=%llu cwnd=%u ssthresh=%u state=%d rtos=%u\n",
+                Simulator::Now().GetSeconds(), (unsigned long long)sink->GetTotalRx(), g_cwnd,
+                g_ssth, g_state, g_rto);
+    Simulator::Schedule(Seconds(period), &Sample, sink, period);
+}
+
+static void
+Hook()
+{
+    const std::string s = "/NodeList/0/$ns3::TcpL4Protocol/SocketList/0/";
+    Config::ConnectWithoutContext(s + "CongestionWindow",
+                                  MakeCallback(+[](uint32_t, uint32_t v) { g_cwnd = v; }));
+    Config::ConnectWithoutContext(s + "SlowStartThreshold",
+                                  MakeCallback(+[](uint32_t, uint32_t v) { g_ssth = v; }));
+    Config::ConnectWithoutContext(
+        s + "CongState",
+        MakeCallback(+[](TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t v) {
+            g_state = v;
+            if (v == TcpSocketState::CA_LOSS)
+                ++g_rto;
+        }));
+}
 
 int
 main(int argc, char* argv[])
@@ -48,6 +79,7 @@ main(int argc, char* argv[])
     uint32_t iw = 10;
     uint32_t seed = 1;
     double simTime = -1;
+    double trace = 0;
     CommandLine cmd;
     cmd.AddValue("scenario", "window | rate | loss", scenario);
     cmd.AddValue("tcp", "NewReno | Cubic | LinuxReno", tcp);
@@ -59,6 +91,7 @@ main(int argc, char* argv[])
     cmd.AddValue("iw", "TcpSocket::InitialCwnd in segments", iw);
     cmd.AddValue("seed", "RngSeedManager run number", seed);
     cmd.AddValue("simTime", "simulated seconds (-1 = scenario default)", simTime);
+    cmd.AddValue("trace", "if > 0, print cwnd/ssthresh/state every TRACE seconds (diagnosis)", trace);
     cmd.Parse(argc, argv);
 
     std::string rate;
@@ -177,6 +210,11 @@ main(int argc, char* argv[])
     ApplicationContainer ca2 = src.Install(nodes.Get(0));
     ca2.Start(Seconds(0.0));
 
+    if (trace > 0)
+    {
+        Simulator::Schedule(Seconds(0.01), &Hook);
+        Simulator::Schedule(Seconds(trace), &Sample, sink, trace);
+    }
     Simulator::Schedule(Seconds(tMeas), [sink]() { g_rxAtMark = sink->GetTotalRx(); });
     Simulator::Stop(Seconds(simTime));
     Simulator::Run();

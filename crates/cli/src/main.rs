@@ -1,1 +1,50 @@
-fn main() {}
+//! `satpep`: the command-line entry point. Thin: parses arguments and calls the layers below.
+
+mod bench;
+mod sim_cmd;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Make TCP fast over satellite paths, and measure how fast.
+#[derive(Debug, Parser)]
+#[command(name = "satpep", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Simulate a scenario (the built-in GEO default when no file is given).
+    Sim(sim_cmd::SimArgs),
+    /// Render PNG and SVG plots from a results directory (flows.csv, links.csv, sweep.csv).
+    Plot {
+        /// Results directory written by `satpep sim`.
+        dir: PathBuf,
+    },
+    /// Measure simulator speed: events/s and simulated seconds per wall second.
+    Bench(bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Sim(args) => sim_cmd::run(args),
+        Command::Plot { dir } => match satpep_output::plot_dir(&dir) {
+            Ok(files) => {
+                for f in files {
+                    println!("{}", f.display());
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+        },
+        Command::Bench(args) => bench::run(args),
+    }
+}

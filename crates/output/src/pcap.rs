@@ -12,8 +12,9 @@
 //!   tools (tcptrace, older libpcap). Both decode the same in current Wireshark.
 //! - **Headers only**: the simulator carries payloads as a length ([`Packet`]), so a record's
 //!   captured bytes are the header bytes and its original length is [`Packet::wire_len`].
-//!   Wireshark shows such records as "[Packet size limited during capture]", exactly as for a
-//!   `tcpdump -s 40` capture; TCP analysis (sequence graphs, RTT, retransmissions) still works.
+//!   Wireshark shows such a record as "1500 bytes on wire, 40 bytes captured", exactly as for
+//!   a `tcpdump -s 40` capture ("[Packet size limited during capture]" where a dissector wants
+//!   the payload); TCP analysis (sequence graphs, RTT, retransmissions) still works.
 //! - **Little-endian, fixed header fields**: the file does not depend on the host, so the same
 //!   run gives the same bytes on any machine.
 
@@ -176,7 +177,9 @@ mod tests {
     #[test]
     fn time_beyond_pcap_range_is_an_error_not_a_panic() {
         let mut trace = PcapTrace::new(Vec::new()).unwrap();
-        let err = trace.write(Instant::FAR_FUTURE, &tcp_packet(1, 1, 0)).unwrap_err();
+        let err = trace
+            .write(Instant::FAR_FUTURE, &tcp_packet(1, 1, 0))
+            .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
     }
 
@@ -197,14 +200,30 @@ mod tests {
             .arg("-r")
             .arg(&path)
             .args(["-o", "tcp.relative_sequence_numbers:FALSE"])
-            .args(["-o", "ip.check_checksum:TRUE", "-o", "tcp.check_checksum:TRUE"])
+            .args([
+                "-o",
+                "ip.check_checksum:TRUE",
+                "-o",
+                "tcp.check_checksum:TRUE",
+            ])
             .args(["-T", "fields", "-E", "separator=;"])
-            .args(["-e", "frame.time_epoch", "-e", "frame.len", "-e", "frame.cap_len"])
+            .args([
+                "-e",
+                "frame.time_epoch",
+                "-e",
+                "frame.len",
+                "-e",
+                "frame.cap_len",
+            ])
             .args(["-e", "ip.src", "-e", "tcp.srcport", "-e", "tcp.seq"])
             .args(["-e", "ip.checksum.status", "-e", "tcp.checksum.status"])
             .output()
             .unwrap();
-        assert!(out.status.success(), "tshark failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "tshark failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let text = String::from_utf8(out.stdout).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         // Checksum status 1 = "Good". TCP checksums over the zero payload we did not capture

@@ -14,7 +14,7 @@
 //! the per-pixel minimum and maximum before drawing (see [`decimate`]), which keeps every peak
 //! and trough visible and bounds the SVG size.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -31,6 +31,25 @@ use crate::sweep::{SWEEP_CSV, SWEEP_METRICS, UTILISATION_PREFIX};
 const SIZE: (u32, u32) = (1000, 600);
 /// A series longer than this many points is thinned by [`decimate`].
 const MAX_POINTS: usize = 4_000;
+/// Line colours: the Tableau 10 palette, distinguishable on white and by most colour-blind
+/// readers (Palette99's third colour, yellow, is hard to see on white).
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0xe3, 0x77, 0xc2),
+    RGBColor(0x7f, 0x7f, 0x7f),
+    RGBColor(0xbc, 0xbd, 0x22),
+    RGBColor(0x17, 0xbe, 0xcf),
+];
+/// Sampled throughput is averaged down to this many points per link (see [`average`]).
+const THROUGHPUT_BINS: usize = 250;
+/// A series with more points than this is drawn 1 pixel wide: plotters joins thick lines with
+/// mitres, and a dense series that reverses sharply would grow spikes past the plot area.
+const THICK_LINE_MAX_POINTS: usize = 600;
 /// Beyond this many series a legend would hide the plot: it is left out.
 const MAX_LEGEND: usize = 12;
 
@@ -91,18 +110,21 @@ pub fn plot_dir(dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     let mut charts = Vec::new();
     let flows = dir.join(FLOWS_CSV);
     if flows.is_file() {
-        charts.extend(flow_charts(&Csv::read(&flows)?)?);
+        charts.extend(flow_charts(&flows)?);
     }
     let links = dir.join(LINKS_CSV);
     if links.is_file() {
-        charts.extend(link_charts(&Csv::read(&links)?)?);
+        charts.extend(link_charts(&links)?);
     }
     let sweep = dir.join(SWEEP_CSV);
     if sweep.is_file() {
         charts.extend(sweep_charts(&Csv::read(&sweep)?)?);
     }
     let mut written = Vec::new();
-    for chart in charts.iter().filter(|c| c.series.iter().any(|s| !s.points.is_empty())) {
+    for chart in charts
+        .iter()
+        .filter(|c| c.series.iter().any(|s| !s.points.is_empty()))
+    {
         let png = dir.join(format!("{}.png", chart.file_stem));
         let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
         chart.draw(root).map_err(|e| draw_error(&png, e))?;
@@ -126,54 +148,90 @@ fn register_embedded_font() {
 }
 
 fn draw_error(path: &Path, e: impl std::fmt::Display) -> PlotError {
-    PlotError::Draw { path: path.to_path_buf(), message: e.to_string() }
+    PlotError::Draw {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Charts from the CSV files
 
-fn flow_charts(csv: &Csv) -> Result<Vec<Chart>, PlotError> {
-    let (time, flow) = (csv.col("time_s")?, csv.col("flow")?);
-    let (cwnd, nxt, delivered) =
-        (csv.col("cwnd_bytes")?, csv.col("snd_nxt_bytes")?, csv.col("delivered_bytes")?);
-    let names = csv.groups(flow);
+fn flow_charts(path: &Path) -> Result<Vec<Chart>, PlotError> {
+    let ys = ["cwnd_bytes", "snd_nxt_bytes", "delivered_bytes"];
+    let groups = read_groups(path, "flow", &ys)?;
     let mut cwnd_series = Vec::new();
     let mut seq_series = Vec::new();
-    for (i, name) in names.iter().enumerate() {
-        cwnd_series.push(Series::line(name, i, csv.points(flow, name, time, cwnd)?));
-        seq_series.push(Series::line(&format!("{name} snd_nxt"), i, csv.points(flow, name, time, nxt)?));
-        let mut d = Series::line(&format!("{name} delivered"), i, csv.points(flow, name, time, delivered)?);
+    for (i, g) in groups.into_iter().enumerate() {
+        let [cwnd, nxt, delivered]: [Vec<(f64, f64)>; 3] = thin(g.ys);
+        cwnd_series.push(Series::line(&g.name, i, cwnd));
+        seq_series.push(Series::line(&format!("{} snd_nxt", g.name), i, nxt));
+        let mut d = Series::line(&format!("{} delivered", g.name), i, delivered);
         d.dashed = true;
         seq_series.push(d);
     }
     let (cwnd_div, cwnd_unit) = byte_unit(max_y(&cwnd_series));
     let (seq_div, seq_unit) = byte_unit(max_y(&seq_series));
     Ok(vec![
-        Chart::new("cwnd", "Congestion window", "time (s)", format!("cwnd ({cwnd_unit})"))
-            .with_series(scale_y(cwnd_series, cwnd_div)),
-        Chart::new("seq", "Sequence number (bytes sent) and bytes delivered", "time (s)",
-            format!("sequence offset ({seq_unit})"))
-            .with_series(scale_y(seq_series, seq_div)),
+        Chart::new(
+            "cwnd",
+            "Congestion window",
+            "time (s)",
+            format!("cwnd ({cwnd_unit})"),
+        )
+        .with_series(scale_y(cwnd_series, cwnd_div)),
+        Chart::new(
+            "seq",
+            "Sequence number (bytes sent) and bytes delivered",
+            "time (s)",
+            format!("sequence offset ({seq_unit})"),
+        )
+        .with_series(scale_y(seq_series, seq_div)),
     ])
 }
 
-fn link_charts(csv: &Csv) -> Result<Vec<Chart>, PlotError> {
-    let (time, link) = (csv.col("time_s")?, csv.col("link")?);
-    let (queue, rate) = (csv.col("queue_packets")?, csv.col("throughput_bps")?);
-    let names = csv.groups(link);
+fn link_charts(path: &Path) -> Result<Vec<Chart>, PlotError> {
+    let groups = read_groups(path, "link", &["queue_packets", "throughput_bps"])?;
     let mut queue_series = Vec::new();
     let mut rate_series = Vec::new();
-    for (i, name) in names.iter().enumerate() {
-        queue_series.push(Series::line(name, i, csv.points(link, name, time, queue)?));
-        rate_series.push(Series::line(name, i, csv.points(link, name, time, rate)?));
+    let mut window = 0.0f64;
+    for (i, g) in groups.into_iter().enumerate() {
+        let [queue, rate]: [Vec<(f64, f64)>; 2] = g.ys.try_into().unwrap_or_default();
+        queue_series.push(Series::line(&g.name, i, decimate(&queue, MAX_POINTS / 2)));
+        let (pts, w) = average(&rate, THROUGHPUT_BINS);
+        window = window.max(w);
+        rate_series.push(Series::line(&g.name, i, pts));
     }
     let (div, unit) = rate_unit(max_y(&rate_series));
+    let title = if window > 0.0 {
+        format!("Link throughput (mean over {})", format_seconds(window))
+    } else {
+        "Link throughput".to_string()
+    };
     Ok(vec![
-        Chart::new("queue", "Queue length", "time (s)", "queue (packets)".into())
-            .with_series(queue_series),
-        Chart::new("throughput", "Link throughput", "time (s)", format!("throughput ({unit})"))
-            .with_series(scale_y(rate_series, div)),
+        Chart::new(
+            "queue",
+            "Queue length",
+            "time (s)",
+            "queue (packets)".into(),
+        )
+        .with_series(queue_series),
+        Chart::new(
+            "throughput",
+            &title,
+            "time (s)",
+            format!("throughput ({unit})"),
+        )
+        .with_series(scale_y(rate_series, div)),
     ])
+}
+
+/// [`decimate`]s each series and returns them as an array (empty ones if the count differs).
+fn thin<const N: usize>(ys: Vec<Vec<(f64, f64)>>) -> [Vec<(f64, f64)>; N] {
+    let thinned: Vec<_> = ys.iter().map(|pts| decimate(pts, MAX_POINTS / 2)).collect();
+    thinned
+        .try_into()
+        .unwrap_or_else(|_| std::array::from_fn(|_| Vec::new()))
 }
 
 fn sweep_charts(csv: &Csv) -> Result<Vec<Chart>, PlotError> {
@@ -184,7 +242,11 @@ fn sweep_charts(csv: &Csv) -> Result<Vec<Chart>, PlotError> {
     }
     let keys = 1..first_metric;
     let x_key = keys.start;
-    let x_values: Vec<&str> = csv.rows.iter().map(|(_, r)| r.get(x_key).unwrap_or("")).collect();
+    let x_values: Vec<&str> = csv
+        .rows
+        .iter()
+        .map(|(_, r)| r.get(x_key).unwrap_or(""))
+        .collect();
     let axis = Axis::infer(&csv.headers[x_key], &x_values);
     // One line per combination of the other keys, in order of first appearance.
     let combo = |r: &csv::StringRecord| -> String {
@@ -205,11 +267,18 @@ fn sweep_charts(csv: &Csv) -> Result<Vec<Chart>, PlotError> {
     for metric in first_metric..csv.headers.len() {
         let column = &csv.headers[metric];
         let (label, div) = metric_label(column, csv, metric)?;
-        let mut series: Vec<Series> =
-            combos.iter().enumerate().map(|(i, c)| Series::line(c, i, Vec::new())).collect();
+        let mut series: Vec<Series> = combos
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Series::line(c, i, Vec::new()))
+            .collect();
         for (row, (line, r)) in csv.rows.iter().enumerate() {
-            let Some(y) = csv.number(*line, r, metric)? else { continue };
-            let Some(i) = combos.iter().position(|c| *c == combo(r)) else { continue };
+            let Some(y) = csv.number(*line, r, metric)? else {
+                continue;
+            };
+            let Some(i) = combos.iter().position(|c| *c == combo(r)) else {
+                continue;
+            };
             series[i].points.push((axis.values[row], y / div));
         }
         for s in &mut series {
@@ -269,7 +338,11 @@ impl Axis {
         };
         let max = |v: &[f64]| v.iter().copied().fold(0.0f64, f64::max);
         let make = |values: Vec<f64>, unit: &str, div: f64| Self {
-            label: if unit.is_empty() { key.to_string() } else { format!("{key} ({unit})") },
+            label: if unit.is_empty() {
+                key.to_string()
+            } else {
+                format!("{key} ({unit})")
+            },
             values: values.iter().map(|v| v / div).collect(),
             categories: None,
         };
@@ -281,7 +354,11 @@ impl Axis {
             return make(v, unit, div);
         }
         if let Some(v) = numeric(&|s| parse_duration(s).ok().map(|d| d.as_nanos() as f64)) {
-            let (div, unit) = if max(&v) >= 10e9 { (1e9, "s") } else { (1e6, "ms") };
+            let (div, unit) = if max(&v) >= 10e9 {
+                (1e9, "s")
+            } else {
+                (1e6, "ms")
+            };
             return make(v, unit, div);
         }
         if let Some(v) = numeric(&|s| parse_bytes(s).ok().map(|b| b.bytes() as f64)) {
@@ -299,7 +376,11 @@ impl Axis {
                 }
             })
             .collect();
-        Self { label: key.to_string(), values, categories: Some(categories) }
+        Self {
+            label: key.to_string(),
+            values,
+            categories: Some(categories),
+        }
     }
 }
 
@@ -324,7 +405,11 @@ fn rate_unit(max: f64) -> (f64, &'static str) {
 }
 
 fn max_y(series: &[Series]) -> f64 {
-    series.iter().flat_map(|s| &s.points).map(|p| p.1).fold(0.0, f64::max)
+    series
+        .iter()
+        .flat_map(|s| &s.points)
+        .map(|p| p.1)
+        .fold(0.0, f64::max)
 }
 
 fn scale_y(mut series: Vec<Series>, div: f64) -> Vec<Series> {
@@ -334,11 +419,61 @@ fn scale_y(mut series: Vec<Series>, div: f64) -> Vec<Series> {
     series
 }
 
+/// An axis tick: at most 4 decimals, trailing zeros dropped (`5`, `2.5`, `0.001`).
+fn tick(v: &f64) -> String {
+    let s = format!("{v:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".into()
+    } else {
+        s.into()
+    }
+}
+
 /// A metric name made safe as part of a file name.
 fn file_safe(s: &str) -> String {
     s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
+}
+
+/// Averages runs of `k` consecutive samples so that at most `bins` points remain, and returns
+/// them with the time they span (0 when nothing was averaged).
+///
+/// Rates sampled every few milliseconds swing between zero and line rate as whole packets
+/// fall in or out of each interval, which no eye can read; the mean of `k` rates over equal
+/// consecutive intervals is exactly the rate over their union, so averaging loses nothing but
+/// resolution. Each mean is placed at the end of its window, like the samples themselves.
+fn average(points: &[(f64, f64)], bins: usize) -> (Vec<(f64, f64)>, f64) {
+    if points.len() <= bins.max(1) {
+        return (points.to_vec(), 0.0);
+    }
+    let k = points.len().div_ceil(bins);
+    let span = points[points.len() - 1].0 - points[0].0;
+    let window = span / (points.len() - 1) as f64 * k as f64;
+    let means = points
+        .chunks(k)
+        .map(|c| {
+            let y = c.iter().map(|p| p.1).sum::<f64>() / c.len() as f64;
+            (c[c.len() - 1].0, y)
+        })
+        .collect();
+    (means, window)
+}
+
+/// A window length for a title, to 3 significant digits: `0.1499876` → `"150 ms"`,
+/// `2.5` → `"2.5 s"`.
+fn format_seconds(s: f64) -> String {
+    let (v, unit) = if s < 1.0 { (s * 1e3, "ms") } else { (s, "s") };
+    let digits = 2 - v.abs().max(1e-9).log10().floor() as i32;
+    let scale = 10f64.powi(digits);
+    format!("{} {unit}", tick(&((v * scale).round() / scale)))
 }
 
 /// Thins a time-ordered series to at most `2 × buckets + 1` points: the x range is cut into
@@ -346,7 +481,9 @@ fn file_safe(s: &str) -> String {
 /// order, plus the last point overall. A line drawn through what is kept covers the same pixels
 /// as one through every point when a slice is at most a pixel wide.
 pub fn decimate(points: &[(f64, f64)], buckets: usize) -> Vec<(f64, f64)> {
-    let (Some(first), Some(last)) = (points.first(), points.last()) else { return Vec::new() };
+    let (Some(first), Some(last)) = (points.first(), points.last()) else {
+        return Vec::new();
+    };
     if points.len() <= 2 * buckets + 1 || buckets == 0 {
         return points.to_vec();
     }
@@ -398,67 +535,123 @@ struct Csv {
 
 impl Csv {
     fn read(path: &Path) -> Result<Self, PlotError> {
-        let csv_err = |source| PlotError::Csv { path: path.to_path_buf(), source };
-        let mut reader = csv::Reader::from_path(path).map_err(|e| match e.into_kind() {
-            csv::ErrorKind::Io(source) => PlotError::Io { path: path.to_path_buf(), source },
-            other => draw_error(path, format!("{other:?}")),
+        let csv_err = |source| PlotError::Csv {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = std::fs::File::open(path).map_err(|source| PlotError::Io {
+            path: path.to_path_buf(),
+            source,
         })?;
-        let headers = reader.headers().map_err(csv_err)?.iter().map(String::from).collect();
+        let mut reader = csv::Reader::from_reader(io::BufReader::new(file));
+        let headers = reader
+            .headers()
+            .map_err(csv_err)?
+            .iter()
+            .map(String::from)
+            .collect();
         let mut rows = Vec::new();
         for record in reader.records() {
             let record = record.map_err(csv_err)?;
             let line = record.position().map_or(0, |p| p.line());
             rows.push((line, record));
         }
-        Ok(Self { path: path.to_path_buf(), headers, rows })
-    }
-
-    fn col(&self, name: &str) -> Result<usize, PlotError> {
-        self.headers.iter().position(|h| h == name).ok_or_else(|| PlotError::MissingColumn {
-            path: self.path.clone(),
-            column: name.to_string(),
+        Ok(Self {
+            path: path.to_path_buf(),
+            headers,
+            rows,
         })
     }
 
-    /// Distinct values of column `c`, in order of first appearance.
-    fn groups(&self, c: usize) -> Vec<String> {
-        let mut seen = BTreeSet::new();
-        let mut names = Vec::new();
-        for (_, r) in &self.rows {
-            let v = r.get(c).unwrap_or("");
-            if seen.insert(v) {
-                names.push(v.to_string());
-            }
-        }
-        names
-    }
-
-    /// `(x, y)` of the rows whose `key` column equals `name`, empty cells skipped, thinned.
-    fn points(&self, key: usize, name: &str, x: usize, y: usize) -> Result<Vec<(f64, f64)>, PlotError> {
-        let mut pts = Vec::new();
-        for (line, r) in self.rows.iter().filter(|(_, r)| r.get(key) == Some(name)) {
-            if let (Some(x), Some(y)) = (self.number(*line, r, x)?, self.number(*line, r, y)?) {
-                pts.push((x, y));
-            }
-        }
-        Ok(decimate(&pts, MAX_POINTS / 2))
+    fn col(&self, name: &str) -> Result<usize, PlotError> {
+        self.headers
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| PlotError::MissingColumn {
+                path: self.path.clone(),
+                column: name.to_string(),
+            })
     }
 
     /// Cell `c` as a number; `None` when empty; an error when it is something else.
     fn number(&self, line: u64, r: &csv::StringRecord, c: usize) -> Result<Option<f64>, PlotError> {
-        let cell = r.get(c).unwrap_or("").trim();
-        if cell.is_empty() {
-            return Ok(None);
+        number(&self.path, &self.headers[c], line, r.get(c).unwrap_or(""))
+    }
+}
+
+/// The rows of one flow or link: `ys[i]` holds `(time_s, column i)`.
+struct Group {
+    name: String,
+    ys: Vec<Vec<(f64, f64)>>,
+}
+
+/// Reads a time-series file in one streaming pass (it may be large: one row per sample per
+/// flow), splitting it by the `key` column into groups in order of first appearance and
+/// keeping only `(time_s, y)` of the wanted columns. Empty cells are skipped.
+fn read_groups(path: &Path, key: &str, ys: &[&str]) -> Result<Vec<Group>, PlotError> {
+    let file = std::fs::File::open(path).map_err(|source| PlotError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let csv_err = |source| PlotError::Csv {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut reader = csv::Reader::from_reader(io::BufReader::new(file));
+    let headers = reader.headers().map_err(csv_err)?.clone();
+    let col = |name: &str| {
+        headers
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| PlotError::MissingColumn {
+                path: path.to_path_buf(),
+                column: name.to_string(),
+            })
+    };
+    let (key_col, time_col) = (col(key)?, col("time_s")?);
+    let y_cols = ys.iter().map(|y| col(y)).collect::<Result<Vec<_>, _>>()?;
+    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut groups: Vec<Group> = Vec::new();
+    let mut record = csv::StringRecord::new();
+    while reader.read_record(&mut record).map_err(csv_err)? {
+        let line = record.position().map_or(0, |p| p.line());
+        let cell = |c: usize| number(path, &headers[c], line, record.get(c).unwrap_or(""));
+        let Some(t) = cell(time_col)? else { continue };
+        let name = record.get(key_col).unwrap_or("");
+        let g = match index.get(name) {
+            Some(&g) => g,
+            None => {
+                index.insert(name.to_string(), groups.len());
+                groups.push(Group {
+                    name: name.to_string(),
+                    ys: vec![Vec::new(); ys.len()],
+                });
+                groups.len() - 1
+            }
+        };
+        for (i, &c) in y_cols.iter().enumerate() {
+            if let Some(y) = cell(c)? {
+                groups[g].ys[i].push((t, y));
+            }
         }
-        match cell.parse::<f64>() {
-            Ok(v) if v.is_finite() => Ok(Some(v)),
-            _ => Err(PlotError::BadNumber {
-                path: self.path.clone(),
-                line,
-                column: self.headers[c].clone(),
-                value: cell.to_string(),
-            }),
-        }
+    }
+    Ok(groups)
+}
+
+/// A cell as a number; `None` when empty; an error naming file, line and column otherwise.
+fn number(path: &Path, column: &str, line: u64, cell: &str) -> Result<Option<f64>, PlotError> {
+    let cell = cell.trim();
+    if cell.is_empty() {
+        return Ok(None);
+    }
+    match cell.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(Some(v)),
+        _ => Err(PlotError::BadNumber {
+            path: path.to_path_buf(),
+            line,
+            column: column.to_string(),
+            value: cell.to_string(),
+        }),
     }
 }
 
@@ -475,7 +668,12 @@ struct Series {
 
 impl Series {
     fn line(name: &str, colour: usize, points: Vec<(f64, f64)>) -> Self {
-        Self { name: name.to_string(), colour, dashed: false, points }
+        Self {
+            name: name.to_string(),
+            colour,
+            dashed: false,
+            points,
+        }
     }
 }
 
@@ -515,7 +713,9 @@ impl Chart {
         root: DrawingArea<DB, Shift>,
     ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
         let pts = || self.series.iter().flat_map(|s| &s.points);
-        let (mut x0, mut x1) = pts().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.0), b.max(p.0)));
+        let (mut x0, mut x1) = pts().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
+            (a.min(p.0), b.max(p.0))
+        });
         let (mut y0, mut y1) = pts().fold((0.0f64, 0.0f64), |(a, b), p| (a.min(p.1), b.max(p.1)));
         if let Some(c) = &self.categories {
             (x0, x1) = (-0.5, c.len() as f64 - 0.5);
@@ -523,11 +723,12 @@ impl Chart {
             let pad = ((x1 - x0) * 0.04).max(x1.abs() * 0.02).max(1e-9);
             (x0, x1) = (x0 - pad, x1 + pad);
         }
-        if !(x1 > x0) {
+        // Points are finite (`Csv::number` rejects the rest) and a drawn chart has one at least.
+        if x1 <= x0 {
             (x0, x1) = (x0 - 0.5, x0 + 0.5);
         }
         y1 += (y1 - y0) * 0.05;
-        if !(y1 > y0) {
+        if y1 <= y0 {
             (y0, y1) = (y0 - 0.5, y0 + 0.5);
         }
 
@@ -553,15 +754,27 @@ impl Chart {
             .label_style(("sans-serif", 16))
             .axis_desc_style(("sans-serif", 18))
             .light_line_style(RGBColor(235, 235, 235));
+        mesh.y_label_formatter(&tick);
         if let Some(c) = &self.categories {
             mesh.x_labels(c.len()).x_label_formatter(&category_label);
+        } else {
+            mesh.x_label_formatter(&tick);
         }
         mesh.draw()?;
 
-        let legend = self.series.len() <= MAX_LEGEND && self.series.iter().any(|s| !s.name.is_empty());
+        let legend =
+            self.series.len() <= MAX_LEGEND && self.series.iter().any(|s| !s.name.is_empty());
         for s in self.series.iter().filter(|s| !s.points.is_empty()) {
-            let colour = Palette99::pick(s.colour).to_rgba();
-            let style = ShapeStyle { color: colour, filled: false, stroke_width: 2 };
+            let colour = PALETTE[s.colour % PALETTE.len()].to_rgba();
+            let style = ShapeStyle {
+                color: colour,
+                filled: false,
+                stroke_width: if s.points.len() > THICK_LINE_MAX_POINTS {
+                    1
+                } else {
+                    2
+                },
+            };
             let drawn = if s.dashed {
                 chart.draw_series(DashedLineSeries::new(s.points.iter().copied(), 8, 5, style))?
             } else {
@@ -569,9 +782,14 @@ impl Chart {
             };
             if legend && !s.name.is_empty() {
                 let dashed = s.dashed;
+                // Legend swatches are always thick: a 1-pixel sample is hard to match to a line.
+                let swatch = ShapeStyle {
+                    stroke_width: 3,
+                    ..style
+                };
                 drawn.label(s.name.as_str()).legend(move |(x, y)| {
                     let end = if dashed { x + 10 } else { x + 24 };
-                    PathElement::new(vec![(x, y), (end, y)], style)
+                    PathElement::new(vec![(x, y), (end, y)], swatch)
                 });
             }
             if self.markers {
@@ -581,13 +799,44 @@ impl Chart {
         if legend {
             chart
                 .configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft)
+                .position(self.legend_corner((x0, x1), (y0, y1)))
                 .label_font(("sans-serif", 15))
                 .background_style(WHITE.mix(0.85))
                 .border_style(RGBColor(160, 160, 160))
                 .draw()?;
         }
         root.present()
+    }
+
+    /// The corner of the plot the legend hides least data in: the one whose quarter-width,
+    /// third-height box holds the fewest points (upper left on ties).
+    fn legend_corner(&self, (x0, x1): (f64, f64), (y0, y1): (f64, f64)) -> SeriesLabelPosition {
+        let corners = [
+            (SeriesLabelPosition::UpperLeft, false, true),
+            (SeriesLabelPosition::UpperRight, true, true),
+            (SeriesLabelPosition::LowerRight, true, false),
+            (SeriesLabelPosition::LowerLeft, false, false),
+        ];
+        let covered = |right: bool, upper: bool| {
+            let points = self.series.iter().flat_map(|s| &s.points);
+            points
+                .filter(|p| {
+                    let fx = (p.0 - x0) / (x1 - x0);
+                    let fy = (p.1 - y0) / (y1 - y0);
+                    let in_x = if right { fx >= 0.75 } else { fx <= 0.25 };
+                    let in_y = if upper { fy >= 0.66 } else { fy <= 0.34 };
+                    in_x && in_y
+                })
+                .count()
+        };
+        let mut best = (usize::MAX, SeriesLabelPosition::UpperLeft);
+        for (pos, right, upper) in corners {
+            let n = covered(right, upper);
+            if n < best.0 {
+                best = (n, pos);
+            }
+        }
+        best.1
     }
 }
 
@@ -601,12 +850,20 @@ mod tests {
 
     /// Two flows in slow start then congestion avoidance, one link with a filling queue.
     fn write_run(dir: &Path) {
-        let mut w = SeriesWriter::create(dir, vec!["bulk0".into(), "bulk1".into()], vec!["sat_fwd".into()])
-            .unwrap();
+        let mut w = SeriesWriter::create(
+            dir,
+            vec!["bulk0".into(), "bulk1".into()],
+            vec!["sat_fwd".into()],
+        )
+        .unwrap();
         for step in 0..200u64 {
             let t = Instant(step * 50_000_000);
             for flow in 0..2usize {
-                let cwnd = if step < 40 { 1460 << (step / 8) } else { 46_720 + 1460 * (step % 60) };
+                let cwnd = if step < 40 {
+                    1460 << (step / 8)
+                } else {
+                    46_720 + 1460 * (step % 60)
+                };
                 let nxt = step * step * 1_000 * (flow as u64 + 1);
                 w.write_flow(&FlowSample {
                     time: t,
@@ -640,14 +897,28 @@ mod tests {
 
     fn assert_png(path: &Path) {
         let bytes = std::fs::read(path).unwrap();
-        assert!(bytes.len() > 5_000, "{} is only {} bytes", path.display(), bytes.len());
-        assert_eq!(bytes[..8], *b"\x89PNG\r\n\x1a\n", "{} is not a PNG", path.display());
+        assert!(
+            bytes.len() > 5_000,
+            "{} is only {} bytes",
+            path.display(),
+            bytes.len()
+        );
+        assert_eq!(
+            bytes[..8],
+            *b"\x89PNG\r\n\x1a\n",
+            "{} is not a PNG",
+            path.display()
+        );
     }
 
     fn assert_svg(path: &Path, must_contain: &str) {
         let text = std::fs::read_to_string(path).unwrap();
         assert!(text.starts_with("<svg"), "{} is not an SVG", path.display());
-        assert!(text.contains(must_contain), "{} lacks `{must_contain}`", path.display());
+        assert!(
+            text.contains(must_contain),
+            "{} lacks `{must_contain}`",
+            path.display()
+        );
     }
 
     #[test]
@@ -655,11 +926,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         write_run(dir.path());
         let files = plot_dir(dir.path()).unwrap();
-        let names: Vec<String> =
-            files.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        let names: Vec<String> = files
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
         assert_eq!(
             names,
-            ["cwnd.png", "cwnd.svg", "seq.png", "seq.svg", "queue.png", "queue.svg", "throughput.png", "throughput.svg"]
+            [
+                "cwnd.png",
+                "cwnd.svg",
+                "seq.png",
+                "seq.svg",
+                "queue.png",
+                "queue.svg",
+                "throughput.png",
+                "throughput.svg"
+            ]
         );
         for f in files.iter().filter(|f| f.extension().unwrap() == "png") {
             assert_png(f);
@@ -686,7 +968,10 @@ mod tests {
                 let bps = parse_bitrate(rate).unwrap().bps() as f64;
                 s.flows[0].goodput_bps = bps * if cc == "reno" { 0.4 } else { 0.45 };
                 s.flows[1].goodput_bps = bps * 0.3;
-                let assign = [("rate".to_string(), rate.to_string()), ("cc".to_string(), cc.to_string())];
+                let assign = [
+                    ("rate".to_string(), rate.to_string()),
+                    ("cc".to_string(), cc.to_string()),
+                ];
                 w.push(SweepRow::from_summary(run, &assign, &s));
                 run += 1;
             }
@@ -696,50 +981,113 @@ mod tests {
         // 8 metrics + 1 link utilisation, PNG and SVG each.
         assert_eq!(files.len(), 18);
         assert_png(&dir.path().join("sweep_total_goodput_bps.png"));
-        assert_svg(&dir.path().join("sweep_total_goodput_bps.svg"), "rate (Mb/s)");
+        assert_svg(
+            &dir.path().join("sweep_total_goodput_bps.svg"),
+            "rate (Mb/s)",
+        );
         assert_svg(&dir.path().join("sweep_total_goodput_bps.svg"), "cc=cubic");
-        assert_svg(&dir.path().join("sweep_utilisation_sat_fwd.svg"), "utilisation of sat_fwd (%)");
+        assert_svg(
+            &dir.path().join("sweep_utilisation_sat_fwd.svg"),
+            "utilisation of sat_fwd (%)",
+        );
     }
 
     #[test]
     fn empty_or_missing_csvs_give_no_plots() {
         let dir = tempfile::tempdir().unwrap();
         assert!(plot_dir(dir.path()).unwrap().is_empty());
-        SeriesWriter::create(dir.path(), vec![], vec![]).unwrap().finish().unwrap();
+        SeriesWriter::create(dir.path(), vec![], vec![])
+            .unwrap()
+            .finish()
+            .unwrap();
         assert!(plot_dir(dir.path()).unwrap().is_empty());
     }
 
     #[test]
     fn bad_cell_is_reported_with_file_line_and_column() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join(LINKS_CSV), "time_s,link,queue_packets,throughput_bps\n0.1,l,3,5\n0.2,l,x,5\n")
-            .unwrap();
+        std::fs::write(
+            dir.path().join(LINKS_CSV),
+            "time_s,link,queue_packets,throughput_bps\n0.1,l,3,5\n0.2,l,x,5\n",
+        )
+        .unwrap();
         let err = plot_dir(dir.path()).unwrap_err().to_string();
-        assert!(err.ends_with("links.csv, line 3, column `queue_packets`: `x` is not a number"), "{err}");
+        assert!(
+            err.ends_with("links.csv, line 3, column `queue_packets`: `x` is not a number"),
+            "{err}"
+        );
         std::fs::write(dir.path().join(LINKS_CSV), "time_s,link\n0.1,l\n").unwrap();
         let err = plot_dir(dir.path()).unwrap_err().to_string();
-        assert!(err.ends_with("links.csv: no column `queue_packets`"), "{err}");
+        assert!(
+            err.ends_with("links.csv: no column `queue_packets`"),
+            "{err}"
+        );
     }
 
     #[test]
     fn axis_parses_units_or_falls_back_to_categories() {
         let a = Axis::infer("rate", &["512kbps", "2Mbps", "10Mbps"]);
-        assert_eq!((a.label.as_str(), a.values, a.categories), ("rate (Mb/s)", vec![0.512, 2.0, 10.0], None));
+        assert_eq!(
+            (a.label.as_str(), a.values, a.categories),
+            ("rate (Mb/s)", vec![0.512, 2.0, 10.0], None)
+        );
         let a = Axis::infer("delay", &["125ms", "250ms", "0.3s"]);
-        assert_eq!((a.label.as_str(), a.values), ("delay (ms)", vec![125.0, 250.0, 300.0]));
+        assert_eq!(
+            (a.label.as_str(), a.values),
+            ("delay (ms)", vec![125.0, 250.0, 300.0])
+        );
         let a = Axis::infer("per", &["0", "1e-3", "0.01"]);
-        assert_eq!((a.label.as_str(), a.values), ("per", vec![0.0, 0.001, 0.01]));
+        assert_eq!(
+            (a.label.as_str(), a.values),
+            ("per", vec![0.0, 0.001, 0.01])
+        );
         let a = Axis::infer("buffer", &["64KB", "1MB"]);
-        assert_eq!((a.label.as_str(), a.values), ("buffer (MB)", vec![0.064, 1.0]));
+        assert_eq!(
+            (a.label.as_str(), a.values),
+            ("buffer (MB)", vec![0.064, 1.0])
+        );
         let a = Axis::infer("cc", &["reno", "cubic", "reno"]);
         assert_eq!(a.values, vec![0.0, 1.0, 0.0]);
-        assert_eq!(a.categories, Some(vec!["reno".to_string(), "cubic".to_string()]));
+        assert_eq!(
+            a.categories,
+            Some(vec!["reno".to_string(), "cubic".to_string()])
+        );
+    }
+
+    #[test]
+    fn average_gives_rate_over_union_of_windows() {
+        // 10 ms samples alternating 0 and 10 Mb/s: every pair averages to 5 Mb/s over 20 ms.
+        let pts: Vec<(f64, f64)> = (1..=1000)
+            .map(|i| (i as f64 * 0.01, if i % 2 == 0 { 1e7 } else { 0.0 }))
+            .collect();
+        let (avg, window) = average(&pts, 500);
+        assert_eq!(avg.len(), 500);
+        assert!(avg.iter().all(|p| p.1 == 5e6));
+        assert_eq!(avg[0].0, 0.02);
+        assert!((window - 0.02).abs() < 1e-12);
+        assert_eq!(format_seconds(window), "20 ms");
+        assert_eq!(format_seconds(0.1499876), "150 ms");
+        assert_eq!(format_seconds(0.0012345), "1.23 ms");
+        assert_eq!(format_seconds(2.5), "2.5 s");
+        // Few points: untouched.
+        assert_eq!(average(&pts[..3], 500), (pts[..3].to_vec(), 0.0));
+    }
+
+    #[test]
+    fn ticks_drop_trailing_zeros() {
+        let t: Vec<String> = [0.0, 5.0, 2.5, 0.001, -0.00001, 1e6]
+            .iter()
+            .map(tick)
+            .collect();
+        assert_eq!(t, ["0", "5", "2.5", "0.001", "0", "1000000"]);
     }
 
     #[test]
     fn decimate_keeps_extremes_order_and_ends() {
         // A sawtooth of 100 000 points with one spike.
-        let mut pts: Vec<(f64, f64)> = (0..100_000).map(|i| (i as f64 * 1e-3, (i % 997) as f64)).collect();
+        let mut pts: Vec<(f64, f64)> = (0..100_000)
+            .map(|i| (i as f64 * 1e-3, (i % 997) as f64))
+            .collect();
         pts[54_321].1 = 5_000.0;
         let out = decimate(&pts, 500);
         assert!(out.len() <= 1_001, "{} points", out.len());

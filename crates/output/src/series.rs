@@ -99,12 +99,20 @@ impl SeriesWriter {
         writeln!(flows, "{FLOWS_HEADER}")?;
         writeln!(links, "{LINKS_HEADER}")?;
         let quote = |names: Vec<String>| names.iter().map(|n| field(n).into_owned()).collect();
-        Ok(Self { flows, links, flow_names: quote(flow_names), link_names: quote(link_names) })
+        Ok(Self {
+            flows,
+            links,
+            flow_names: quote(flow_names),
+            link_names: quote(link_names),
+        })
     }
 
     /// Appends one row to `flows.csv`. Fails if `s.flow` has no name.
     pub fn write_flow(&mut self, s: &FlowSample) -> io::Result<()> {
-        let name = self.flow_names.get(s.flow).ok_or_else(|| unknown("flow", s.flow))?;
+        let name = self
+            .flow_names
+            .get(s.flow)
+            .ok_or_else(|| unknown("flow", s.flow))?;
         let w = &mut self.flows;
         write_secs(w, s.time.as_nanos())?;
         write!(w, ",{name},{},", s.cwnd)?;
@@ -126,7 +134,10 @@ impl SeriesWriter {
 
     /// Appends one row to `links.csv`. Fails if `s.link` has no name.
     pub fn write_link(&mut self, s: &LinkSample) -> io::Result<()> {
-        let name = self.link_names.get(s.link).ok_or_else(|| unknown("link", s.link))?;
+        let name = self
+            .link_names
+            .get(s.link)
+            .ok_or_else(|| unknown("link", s.link))?;
         let w = &mut self.links;
         write_secs(w, s.time.as_nanos())?;
         write!(w, ",{name},{},{},", s.queue_packets, s.queue_bytes)?;
@@ -142,7 +153,10 @@ impl SeriesWriter {
 }
 
 fn unknown(what: &str, index: usize) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidInput, format!("no {what} named for index {index}"))
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("no {what} named for index {index}"),
+    )
 }
 
 #[cfg(test)]
@@ -206,7 +220,10 @@ mod tests {
             )
         );
         let links = std::fs::read_to_string(dir.path().join(LINKS_CSV)).unwrap();
-        assert_eq!(links, format!("{LINKS_HEADER}\n0.100000000,gw->sat,12,18000,10000000.0,2,1\n"));
+        assert_eq!(
+            links,
+            format!("{LINKS_HEADER}\n0.100000000,gw->sat,12,18000,10000000.0,2,1\n")
+        );
     }
 
     #[test]
@@ -220,7 +237,12 @@ mod tests {
     fn unnamed_index_is_an_error_and_writes_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let mut w = SeriesWriter::create(dir.path(), vec!["f".into()], vec![]).unwrap();
-        let err = w.write_flow(&FlowSample { flow: 7, ..flow_sample() }).unwrap_err();
+        let err = w
+            .write_flow(&FlowSample {
+                flow: 7,
+                ..flow_sample()
+            })
+            .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
         let err = w
             .write_link(&LinkSample {

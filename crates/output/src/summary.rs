@@ -70,7 +70,8 @@ pub struct FlowSummary {
     pub rto_expirations: u64,
     /// Duplicate ACKs received by the sender (RFC 5681 definition).
     pub dup_acks: u64,
-    /// Mean of the RTT samples taken (ms); `None` when there was none.
+    /// Mean of the smoothed RTT (RFC 6298 `SRTT`) over its updates (ms); `None` when the flow
+    /// never took an RTT sample.
     pub mean_srtt_ms: Option<f64>,
     /// Largest congestion window reached (bytes).
     pub max_cwnd_bytes: u64,
@@ -152,7 +153,14 @@ pub fn write_run_json(
         scenario: &'a S,
     }
     let path = dir.as_ref().join(RUN_JSON);
-    write_pretty(&path, &Run { satpep_version: version, seed, scenario: resolved_scenario })?;
+    write_pretty(
+        &path,
+        &Run {
+            satpep_version: version,
+            seed,
+            scenario: resolved_scenario,
+        },
+    )?;
     Ok(path)
 }
 
@@ -193,7 +201,10 @@ pub(crate) mod tests {
             seed: 7,
             sim_time_s: 30.0,
             events: 123_456,
-            flows: vec![flow("bulk0", 4_000_000.0, Some(2.5)), flow("bulk1", 2_000_000.0, None)],
+            flows: vec![
+                flow("bulk0", 4_000_000.0, Some(2.5)),
+                flow("bulk1", 2_000_000.0, None),
+            ],
             links: vec![LinkSummary {
                 name: "sat_fwd".into(),
                 from: "gw".into(),
@@ -217,7 +228,8 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = example().write_json(dir.path()).unwrap();
         let text = fs::read_to_string(&path).unwrap();
-        assert!(text.starts_with("{\n  \"scenario\": \"geo\",\n  \"seed\": 7,\n  \"sim_time_s\": 30.0,"));
+        assert!(text
+            .starts_with("{\n  \"scenario\": \"geo\",\n  \"seed\": 7,\n  \"sim_time_s\": 30.0,"));
         assert!(text.contains("\"completion_time_s\": null"));
         assert!(text.ends_with("}\n"));
         assert_eq!(Summary::read_json(&path).unwrap(), example());

@@ -80,7 +80,11 @@ impl SweepRow {
             rto_expirations: s.flows.iter().map(|f| f.rto_expirations).sum(),
             max_completion_time_s: completed.iter().copied().reduce(f64::max),
             flows_completed: completed.len(),
-            link_utilisation: s.links.iter().map(|l| (l.name.clone(), l.utilisation)).collect(),
+            link_utilisation: s
+                .links
+                .iter()
+                .map(|l| (l.name.clone(), l.utilisation))
+                .collect(),
         }
     }
 }
@@ -103,7 +107,11 @@ impl SweepWriter {
     pub fn create(dir: impl AsRef<Path>, keys: Vec<String>) -> io::Result<Self> {
         let path = dir.as_ref().join(SWEEP_CSV);
         File::create(&path)?;
-        Ok(Self { path, keys, rows: Vec::new() })
+        Ok(Self {
+            path,
+            keys,
+            rows: Vec::new(),
+        })
     }
 
     /// Adds one run's row.
@@ -140,7 +148,11 @@ impl SweepWriter {
         for r in &self.rows {
             write!(w, "{}", r.run)?;
             for key in &self.keys {
-                let value = r.assignments.iter().find(|(k, _)| k == key).map_or("", |(_, v)| v);
+                let value = r
+                    .assignments
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .map_or("", |(_, v)| v);
                 write!(w, ",{}", field(value))?;
             }
             for v in [r.total_goodput_bps, r.mean_goodput_bps, r.min_goodput_bps] {
@@ -195,7 +207,10 @@ mod tests {
         assert_eq!(SweepRow::from_summary(0, &[], &s).jain_fairness, None);
         s.flows.clear();
         let row = SweepRow::from_summary(0, &[], &s);
-        assert_eq!((row.jain_fairness, row.min_goodput_bps, row.mean_goodput_bps), (None, 0.0, 0.0));
+        assert_eq!(
+            (row.jain_fairness, row.min_goodput_bps, row.mean_goodput_bps),
+            (None, 0.0, 0.0)
+        );
     }
 
     #[test]
@@ -204,14 +219,25 @@ mod tests {
         let keys = vec!["rate".to_string(), "cc".to_string()];
         let mut w = SweepWriter::create(dir.path(), keys).unwrap();
         let assign = |rate: &str, cc: &str| {
-            vec![("rate".to_string(), rate.to_string()), ("cc".to_string(), cc.to_string())]
+            vec![
+                ("rate".to_string(), rate.to_string()),
+                ("cc".to_string(), cc.to_string()),
+            ]
         };
         let mut other = example();
         other.links[0].name = "ret,link".into();
         other.flows.truncate(1);
         // Pushed out of order, as parallel runs finish.
-        w.push(SweepRow::from_summary(1, &assign("10Mbps", "cubic"), &other));
-        w.push(SweepRow::from_summary(0, &assign("2Mbps", "reno"), &example()));
+        w.push(SweepRow::from_summary(
+            1,
+            &assign("10Mbps", "cubic"),
+            &other,
+        ));
+        w.push(SweepRow::from_summary(
+            0,
+            &assign("2Mbps", "reno"),
+            &example(),
+        ));
         let path = w.finish().unwrap();
         assert_eq!(
             std::fs::read_to_string(path).unwrap(),

@@ -112,7 +112,8 @@ pub fn render_sweep_table(rows: &[SweepRow]) -> String {
         .first()
         .map(|r| r.assignments.iter().map(|(k, _)| k.as_str()).collect())
         .unwrap_or_default();
-    let key_headers: Vec<String> = keys.iter().map(|k| shorten(k, MAX_NAME)).collect();
+    // Key paths say the most at their end (`link.forward.rate`): shorten them from the left.
+    let key_headers: Vec<String> = keys.iter().map(|k| shorten_left(k, MAX_NAME)).collect();
     let mut columns: Vec<(&str, Align)> = vec![("run", Right)];
     columns.extend(key_headers.iter().map(|k| (k.as_str(), Left)));
     columns.extend([
@@ -127,7 +128,11 @@ pub fn render_sweep_table(rows: &[SweepRow]) -> String {
     for r in rows {
         let mut cells = vec![r.run.to_string()];
         for k in &keys {
-            let v = r.assignments.iter().find(|(key, _)| key == k).map_or("", |(_, v)| v.as_str());
+            let v = r
+                .assignments
+                .iter()
+                .find(|(key, _)| key == k)
+                .map_or("", |(_, v)| v.as_str());
             cells.push(shorten(v, MAX_NAME));
         }
         cells.extend([
@@ -160,7 +165,10 @@ struct Table {
 
 impl Table {
     fn new(headers: &[(&str, Align)]) -> Self {
-        Self { headers: headers.iter().map(|&(h, a)| (h.to_string(), a)).collect(), rows: vec![] }
+        Self {
+            headers: headers.iter().map(|&(h, a)| (h.to_string(), a)).collect(),
+            rows: vec![],
+        }
     }
 
     fn row(&mut self, cells: Vec<String>) {
@@ -215,6 +223,16 @@ fn shorten(s: &str, max: usize) -> String {
     short
 }
 
+/// `s`, or `~` followed by its last `max - 1` characters.
+fn shorten_left(s: &str, max: usize) -> String {
+    let n = width(s);
+    if n <= max {
+        return s.to_string();
+    }
+    let tail: String = s.chars().skip(n + 1 - max).collect();
+    format!("~{tail}")
+}
+
 fn opt(v: Option<f64>, decimals: usize) -> String {
     match v {
         Some(v) if v.is_finite() => format!("{v:.decimals$}"),
@@ -263,7 +281,7 @@ sat_fwd  10.0 Mb/s  60.0%        3          4         12.25    100
 
     #[test]
     fn sweep_table_lists_keys_then_metrics() {
-        let assign = |rate: &str| vec![("link.rate".to_string(), rate.to_string())];
+        let assign = |rate: &str| vec![("link.forward.rate".to_string(), rate.to_string())];
         let rows = vec![
             SweepRow::from_summary(0, &assign("2Mbps"), &example()),
             SweepRow::from_summary(1, &assign("10Mbps"), &example()),
@@ -272,11 +290,11 @@ sat_fwd  10.0 Mb/s  60.0%        3          4         12.25    100
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "run  link.rate  total goodput  min goodput   Jain  retx  RTOs  max done (s)"
+            "run  ~nk.forward.rate  total goodput  min goodput   Jain  retx  RTOs  max done (s)"
         );
         assert_eq!(
             lines[3],
-            "  1  10Mbps         6.00 Mb/s    2.00 Mb/s  0.900    10     2         2.500"
+            "  1  10Mbps                6.00 Mb/s    2.00 Mb/s  0.900    10     2         2.500"
         );
     }
 }

@@ -35,14 +35,26 @@ impl Packet {
     pub fn new(header: &[u8], payload_len: u32) -> Self {
         let mut hdr = [0u8; MAX_HEADER];
         hdr[..header.len()].copy_from_slice(header);
-        Self { id: 0, flow: u32::MAX, hdr_len: header.len() as u8, hdr, payload_len }
+        Self {
+            id: 0,
+            flow: u32::MAX,
+            hdr_len: header.len() as u8,
+            hdr,
+            payload_len,
+        }
     }
 
     /// A packet whose header is written by `fill` into a zeroed buffer; `fill` returns the length.
     pub fn build(payload_len: u32, fill: impl FnOnce(&mut [u8; MAX_HEADER]) -> usize) -> Self {
         let mut hdr = [0u8; MAX_HEADER];
         let n = fill(&mut hdr).min(MAX_HEADER);
-        Self { id: 0, flow: u32::MAX, hdr_len: n as u8, hdr, payload_len }
+        Self {
+            id: 0,
+            flow: u32::MAX,
+            hdr_len: n as u8,
+            hdr,
+            payload_len,
+        }
     }
 
     /// Header bytes (IPv4 and everything up to the payload).

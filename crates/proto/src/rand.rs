@@ -15,7 +15,10 @@ const MULT: u64 = 6_364_136_223_846_793_005;
 impl Rng {
     /// A generator from a seed and a stream number; equal inputs give equal sequences.
     pub fn new(seed: u64, stream: u64) -> Self {
-        let mut rng = Self { state: 0, inc: (stream << 1) | 1 };
+        let mut rng = Self {
+            state: 0,
+            inc: (stream << 1) | 1,
+        };
         rng.next_u32();
         rng.state = rng.state.wrapping_add(seed);
         rng.next_u32();
@@ -68,9 +71,24 @@ mod tests {
 
     #[test]
     fn same_seed_same_sequence_different_stream_different() {
-        let a: Vec<u32> = (0..8).map({ let mut r = Rng::new(42, 1); move |_| r.next_u32() }).collect();
-        let b: Vec<u32> = (0..8).map({ let mut r = Rng::new(42, 1); move |_| r.next_u32() }).collect();
-        let c: Vec<u32> = (0..8).map({ let mut r = Rng::new(42, 2); move |_| r.next_u32() }).collect();
+        let a: Vec<u32> = (0..8)
+            .map({
+                let mut r = Rng::new(42, 1);
+                move |_| r.next_u32()
+            })
+            .collect();
+        let b: Vec<u32> = (0..8)
+            .map({
+                let mut r = Rng::new(42, 1);
+                move |_| r.next_u32()
+            })
+            .collect();
+        let c: Vec<u32> = (0..8)
+            .map({
+                let mut r = Rng::new(42, 2);
+                move |_| r.next_u32()
+            })
+            .collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
     }

@@ -184,7 +184,10 @@ mod tests {
     #[test]
     fn tx_time_is_exact_for_round_numbers() {
         assert_eq!(Bitrate(2_000_000).tx_time(1500), Duration::from_millis(6));
-        assert_eq!(Bitrate(1_000_000_000).tx_time(1500), Duration::from_micros(12));
+        assert_eq!(
+            Bitrate(1_000_000_000).tx_time(1500),
+            Duration::from_micros(12)
+        );
         // 40-byte ACK at 9.6 kb/s: 33.333… ms, rounded up.
         assert_eq!(Bitrate(9_600).tx_time(40), Duration(33_333_334));
         assert_eq!(Bitrate(0).tx_time(1), Duration::MAX);

@@ -30,14 +30,18 @@ pub struct UnitError(pub String);
 fn split_number(s: &str) -> Result<(f64, &str), UnitError> {
     let s = s.trim();
     let end = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+'))
+        .find(|c: char| {
+            !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+')
+        })
         .unwrap_or(s.len());
     let (num, unit) = s.split_at(end);
     let value: f64 = num
         .parse()
         .map_err(|_| UnitError(format!("`{s}` does not start with a number")))?;
     if !value.is_finite() || value < 0.0 {
-        return Err(UnitError(format!("`{s}` must be a finite, non-negative number")));
+        return Err(UnitError(format!(
+            "`{s}` must be a finite, non-negative number"
+        )));
     }
     Ok((value, unit.trim()))
 }
@@ -91,11 +95,9 @@ pub fn parse_bytes(s: &str) -> Result<ByteSize, UnitError> {
         "KiB" => 1024.0,
         "MiB" => 1024.0 * 1024.0,
         "GiB" => 1024.0 * 1024.0 * 1024.0,
-        _ => {
-            return Err(UnitError(format!(
-                "unknown size unit in `{s}`: expected B, KB, MB, GB, KiB, MiB or GiB (e.g. \"720KB\")"
-            )))
-        }
+        _ => return Err(UnitError(format!(
+            "unknown size unit in `{s}`: expected B, KB, MB, GB, KiB, MiB or GiB (e.g. \"720KB\")"
+        ))),
     };
     to_u64(v * scale, s).map(ByteSize)
 }

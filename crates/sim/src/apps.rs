@@ -56,10 +56,20 @@ pub enum App {
 pub fn apps_for(spec: &AppSpec, start: Instant) -> (App, App) {
     match *spec {
         AppSpec::Bulk { bytes, duration } => (
-            App::BulkSender { bytes: bytes.map(|b| b.bytes()), until: duration.map(|d| start + d), written: 0, closed: false },
+            App::BulkSender {
+                bytes: bytes.map(|b| b.bytes()),
+                until: duration.map(|d| start + d),
+                written: 0,
+                closed: false,
+            },
             App::Sink,
         ),
-        AppSpec::RequestResponse { request, response, count, think } => (
+        AppSpec::RequestResponse {
+            request,
+            response,
+            count,
+            think,
+        } => (
             App::RequestClient {
                 request: request.bytes(),
                 response: response.bytes(),
@@ -68,7 +78,12 @@ pub fn apps_for(spec: &AppSpec, start: Instant) -> (App, App) {
                 sent: 0,
                 next_at: Some(start),
             },
-            App::ResponseServer { request: request.bytes(), response: response.bytes(), answered: 0, backlog: 0 },
+            App::ResponseServer {
+                request: request.bytes(),
+                response: response.bytes(),
+                answered: 0,
+                backlog: 0,
+            },
         ),
     }
 }
@@ -77,7 +92,12 @@ impl App {
     /// React to the endpoint's state at `now`: write, close.
     pub fn update(&mut self, now: Instant, ep: &mut TcpEndpoint) {
         match self {
-            Self::BulkSender { bytes, until, written, closed } => {
+            Self::BulkSender {
+                bytes,
+                until,
+                written,
+                closed,
+            } => {
                 if *closed || ep.state() == satpep_proto::tcp::State::Closed {
                     return;
                 }
@@ -96,7 +116,14 @@ impl App {
                     ep.close(now);
                 }
             }
-            Self::RequestClient { request, response, count, think, sent, next_at } => {
+            Self::RequestClient {
+                request,
+                response,
+                count,
+                think,
+                sent,
+                next_at,
+            } => {
                 if !ep.is_established() && *sent > 0 {
                     return;
                 }
@@ -116,7 +143,12 @@ impl App {
                     }
                 }
             }
-            Self::ResponseServer { request, response, answered, backlog } => {
+            Self::ResponseServer {
+                request,
+                response,
+                answered,
+                backlog,
+            } => {
                 let complete = ep.bytes_delivered() / (*request).max(1);
                 while *answered < complete {
                     *answered += 1;
@@ -135,8 +167,17 @@ impl App {
     /// When this app must be woken without any packet (think time over).
     pub fn wake_at(&self) -> Option<Instant> {
         match self {
-            Self::RequestClient { next_at, sent, count, .. } if sent < count => *next_at,
-            Self::BulkSender { until, closed: false, .. } => *until,
+            Self::RequestClient {
+                next_at,
+                sent,
+                count,
+                ..
+            } if sent < count => *next_at,
+            Self::BulkSender {
+                until,
+                closed: false,
+                ..
+            } => *until,
             _ => None,
         }
     }
@@ -146,9 +187,12 @@ impl App {
     pub fn is_done(&self, ep: &TcpEndpoint) -> bool {
         match self {
             Self::BulkSender { closed, .. } => *closed && ep.all_acked(),
-            Self::RequestClient { sent, count, response, .. } => {
-                *sent >= *count && ep.bytes_delivered() >= u64::from(*count) * *response
-            }
+            Self::RequestClient {
+                sent,
+                count,
+                response,
+                ..
+            } => *sent >= *count && ep.bytes_delivered() >= u64::from(*count) * *response,
             Self::Sink | Self::ResponseServer { .. } => true,
         }
     }

@@ -38,33 +38,31 @@ pub enum Event {
     Tick(u32),
 }
 
+/// An event waiting for "now" (the FIFO), in full.
 struct Entry {
     at: Instant,
     seq: u64,
     event: Event,
 }
 
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.seq) == (other.at, other.seq)
-    }
+/// What the heap holds: a small key, so that sifting moves 24 bytes rather than a packet.
+/// `what` is a node id for wake-ups, or an index into `parked` for anything else.
+#[derive(Clone, Copy, Debug, Eq, Ord, PartialEq, PartialOrd)]
+struct Key {
+    at: Instant,
+    seq: u64,
+    what: u64,
 }
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.at, self.seq).cmp(&(other.at, other.seq))
-    }
-}
+
+const PARKED: u64 = 1 << 63;
 
 /// The event queue and the lazy-timer bookkeeping.
 pub struct EventQueue {
-    heap: BinaryHeap<Reverse<Entry>>,
+    heap: BinaryHeap<Reverse<Key>>,
     immediate: VecDeque<Entry>,
+    /// Future events other than wake-ups (rare: ticks, packets scheduled ahead).
+    parked: Vec<Option<Event>>,
+    free_parked: Vec<usize>,
     seq: u64,
     now: Instant,
     armed: Vec<Option<Instant>>,
@@ -77,6 +75,8 @@ impl EventQueue {
         Self {
             heap: BinaryHeap::with_capacity(1024),
             immediate: VecDeque::with_capacity(1024),
+            parked: Vec::new(),
+            free_parked: Vec::new(),
             seq: 0,
             now: Instant::ZERO,
             armed: vec![None; nodes],
@@ -97,13 +97,29 @@ impl EventQueue {
     /// Schedule `event` at `at` (never before now).
     pub fn push(&mut self, at: Instant, event: Event) {
         let at = at.max(self.now);
-        let entry = Entry { at, seq: self.seq, event };
+        let seq = self.seq;
         self.seq += 1;
         if at == self.now {
-            self.immediate.push_back(entry);
-        } else {
-            self.heap.push(Reverse(entry));
+            self.immediate.push_back(Entry { at, seq, event });
+            return;
         }
+        let what = match event {
+            Event::Wake { node } => node as u64,
+            other => {
+                let slot = match self.free_parked.pop() {
+                    Some(i) => {
+                        self.parked[i] = Some(other);
+                        i
+                    }
+                    None => {
+                        self.parked.push(Some(other));
+                        self.parked.len() - 1
+                    }
+                };
+                PARKED | slot as u64
+            }
+        };
+        self.heap.push(Reverse(Key { at, seq, what }));
     }
 
     /// Ask for `node` to be woken at `deadline` (its current `poll_timeout`).
@@ -134,28 +150,42 @@ impl EventQueue {
                 (None, Some(_)) => false,
                 (None, None) => return None,
             };
-            let next_at = if from_immediate {
-                self.immediate.front().map(|e| e.at)
-            } else {
-                self.heap.peek().map(|Reverse(e)| e.at)
-            }?;
-            if next_at > end {
+            if from_immediate {
+                let entry = self.immediate.front()?;
+                if entry.at > end {
+                    return None;
+                }
+                let entry = self.immediate.pop_front()?;
+                self.now = entry.at;
+                if let Event::Wake { node } = entry.event {
+                    if self.armed[node] != Some(entry.at) {
+                        continue;
+                    }
+                    self.armed[node] = None;
+                }
+                self.processed += 1;
+                return Some(entry.event);
+            }
+            let Reverse(key) = *self.heap.peek()?;
+            if key.at > end {
                 return None;
             }
-            let entry = if from_immediate {
-                self.immediate.pop_front()?
+            self.heap.pop();
+            self.now = key.at;
+            let event = if key.what & PARKED != 0 {
+                let slot = (key.what & !PARKED) as usize;
+                self.free_parked.push(slot);
+                self.parked.get_mut(slot).and_then(Option::take)?
             } else {
-                self.heap.pop()?.0
-            };
-            self.now = entry.at;
-            if let Event::Wake { node } = entry.event {
-                if self.armed[node] != Some(entry.at) {
+                let node = key.what as usize;
+                if self.armed[node] != Some(key.at) {
                     continue; // superseded by an earlier wake-up
                 }
                 self.armed[node] = None;
-            }
+                Event::Wake { node }
+            };
             self.processed += 1;
-            return Some(entry.event);
+            return Some(event);
         }
     }
 
@@ -178,7 +208,14 @@ pub fn flush<N: Node + ?Sized>(
     let now = q.now();
     while let Some(tx) = node.poll_transmit(now) {
         if let Some((to, port)) = route(id, tx.port, &tx.pkt, now) {
-            q.push(now, Event::Deliver { to, port, pkt: tx.pkt });
+            q.push(
+                now,
+                Event::Deliver {
+                    to,
+                    port,
+                    pkt: tx.pkt,
+                },
+            );
         }
     }
     q.arm(id, node.poll_timeout());
@@ -225,9 +262,15 @@ mod tests {
         q.arm(0, Some(Instant(100)));
         q.arm(0, Some(Instant(200))); // later: keep the 100 wake-up
         q.arm(0, Some(Instant(50))); // earlier: push a new one; 100 becomes stale
-        assert!(matches!(q.pop(Instant::FAR_FUTURE), Some(Event::Wake { node: 0 })));
+        assert!(matches!(
+            q.pop(Instant::FAR_FUTURE),
+            Some(Event::Wake { node: 0 })
+        ));
         assert_eq!(q.now(), Instant(50));
-        assert!(q.pop(Instant::FAR_FUTURE).is_none(), "the stale 100 ns wake-up must be skipped");
+        assert!(
+            q.pop(Instant::FAR_FUTURE).is_none(),
+            "the stale 100 ns wake-up must be skipped"
+        );
         assert_eq!(q.processed(), 1);
     }
 

@@ -90,7 +90,14 @@ impl Host {
     }
 
     /// Add a connection. Listeners listen at once; openers connect at `start`.
-    pub fn add_conn(&mut self, flow: usize, role: Role, mut ep: TcpEndpoint, app: App, start: Instant) -> usize {
+    pub fn add_conn(
+        &mut self,
+        flow: usize,
+        role: Role,
+        mut ep: TcpEndpoint,
+        app: App,
+        start: Instant,
+    ) -> usize {
         let (_, lport) = ep.local();
         let (raddr, rport) = ep.remote();
         if role == Role::Listener {
@@ -98,7 +105,16 @@ impl Host {
         }
         let i = self.conns.len();
         self.by_tuple.insert((lport, raddr, rport), i);
-        self.conns.push(Conn { flow, role, ep, app, start, started: role == Role::Listener, done_at: None, deadline: None });
+        self.conns.push(Conn {
+            flow,
+            role,
+            ep,
+            app,
+            start,
+            started: role == Role::Listener,
+            done_at: None,
+            deadline: None,
+        });
         self.refresh_deadline(i);
         i
     }

@@ -63,7 +63,8 @@ impl Node for Router {
         h[8] -= 1;
         // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'); TTL is the high byte of its 16-bit word.
         let old = u16::from_be_bytes([h[10], h[11]]);
-        let mut sum = u32::from(!old) + u32::from(!(u16::from(h[8] + 1) << 8 | u16::from(h[9])))
+        let mut sum = u32::from(!old)
+            + u32::from(!(u16::from(h[8] + 1) << 8 | u16::from(h[9])))
             + u32::from(u16::from(h[8]) << 8 | u16::from(h[9]));
         while sum > 0xffff {
             sum = (sum & 0xffff) + (sum >> 16);
@@ -100,14 +101,20 @@ mod tests {
             dscp_ecn: 0,
             payload_len: 0,
         };
-        let tcp = TcpRepr { src_port: 1, dst_port: 2, payload_len: 100, ..TcpRepr::default() };
+        let tcp = TcpRepr {
+            src_port: 1,
+            dst_port: 2,
+            payload_len: 100,
+            ..TcpRepr::default()
+        };
         let pkt = Packet::build(100, |b| emit_ipv4_tcp(&ip, &tcp, b));
         let mut r = Router::new();
         r.add_route(ip.dst, PortId(3));
         r.handle_packet(Instant::ZERO, PortId(0), pkt);
         let out = r.poll_transmit(Instant::ZERO).expect("forwarded");
         assert_eq!(out.port, PortId(3));
-        let (ip2, tcp2) = parse_ipv4_tcp(out.pkt.header(), out.pkt.payload_len).expect("valid after rewrite");
+        let (ip2, tcp2) =
+            parse_ipv4_tcp(out.pkt.header(), out.pkt.payload_len).expect("valid after rewrite");
         assert_eq!(ip2.ttl, 63);
         assert_eq!(tcp2, tcp);
         r.handle_packet(Instant::ZERO, PortId(0), Packet::new(&[0x45; 10], 0));

@@ -3,7 +3,9 @@
 use std::io;
 use std::path::Path;
 
-use satpep_output::{FlowSample, FlowSummary, LinkSample, LinkSummary, PcapTrace, SeriesWriter, Summary};
+use satpep_output::{
+    FlowSample, FlowSummary, LinkSample, LinkSummary, PcapTrace, SeriesWriter, Summary,
+};
 use satpep_proto::link::Link;
 use satpep_proto::rand::Rng;
 use satpep_proto::tcp::TcpEndpoint;
@@ -85,8 +87,16 @@ impl Outputs {
                 *b = true;
             }
         }
-        let pcap = if pcap_links.iter().any(|&b| b) { Some(PcapTrace::create(dir.join("trace.pcap"))?) } else { None };
-        Ok(Self { series, pcap, pcap_links })
+        let pcap = if pcap_links.iter().any(|&b| b) {
+            Some(PcapTrace::create(dir.join("trace.pcap"))?)
+        } else {
+            None
+        };
+        Ok(Self {
+            series,
+            pcap,
+            pcap_links,
+        })
     }
 }
 
@@ -176,11 +186,38 @@ impl Simulation {
             let (a, b) = (scenario.nodes[f.from].address, scenario.nodes[f.to].address);
             let mut rng = Rng::for_component(scenario.seed, &format!("flow:{}", f.name));
             let (opener_app, listener_app) = apps_for(&f.app, start);
-            let opener = TcpEndpoint::new(f.tcp.clone(), (a, f.src_port), (b, f.dst_port), rng.next_u32());
-            let listener = TcpEndpoint::new(f.tcp.clone(), (b, f.dst_port), (a, f.src_port), rng.next_u32());
-            let oc = add_conn(&mut nodes[f.from], i, Role::Opener, opener, opener_app, start);
-            let lc = add_conn(&mut nodes[f.to], i, Role::Listener, listener, listener_app, start);
-            flows.push(FlowLoc { opener: (f.from, oc), listener: (f.to, lc) });
+            let opener = TcpEndpoint::new(
+                f.tcp.clone(),
+                (a, f.src_port),
+                (b, f.dst_port),
+                rng.next_u32(),
+            );
+            let listener = TcpEndpoint::new(
+                f.tcp.clone(),
+                (b, f.dst_port),
+                (a, f.src_port),
+                rng.next_u32(),
+            );
+            let oc = add_conn(
+                &mut nodes[f.from],
+                i,
+                Role::Opener,
+                opener,
+                opener_app,
+                start,
+            );
+            let lc = add_conn(
+                &mut nodes[f.to],
+                i,
+                Role::Listener,
+                listener,
+                listener_app,
+                start,
+            );
+            flows.push(FlowLoc {
+                opener: (f.from, oc),
+                listener: (f.to, lc),
+            });
         }
         let n_total = nodes.len();
         let mut q = EventQueue::new(n_total);
@@ -297,18 +334,23 @@ impl Simulation {
         let link_index = &self.link_index;
         let outputs = &mut self.outputs;
         let io_error = &mut self.io_error;
-        flush(&mut self.q, id, &mut self.nodes[id], |from, port, pkt, now| {
-            if let (Some(l), Some(out)) = (link_index[from], outputs.as_mut()) {
-                if out.pcap_links[l] {
-                    if let Some(p) = out.pcap.as_mut() {
-                        if let Err(e) = p.write(now, pkt) {
-                            io_error.get_or_insert(e);
+        flush(
+            &mut self.q,
+            id,
+            &mut self.nodes[id],
+            |from, port, pkt, now| {
+                if let (Some(l), Some(out)) = (link_index[from], outputs.as_mut()) {
+                    if out.pcap_links[l] {
+                        if let Some(p) = out.pcap.as_mut() {
+                            if let Err(e) = p.write(now, pkt) {
+                                io_error.get_or_insert(e);
+                            }
                         }
                     }
                 }
-            }
-            wires[from].get(usize::from(port.0)).copied()
-        });
+                wires[from].get(usize::from(port.0)).copied()
+            },
+        );
     }
 
     fn conn(&self, (node, i): (NodeId, usize)) -> &crate::host::Conn {
@@ -391,7 +433,9 @@ impl Simulation {
                 error_drops: st.error_drops,
             });
         }
-        let Some(series) = self.outputs.as_mut().and_then(|o| o.series.as_mut()) else { return };
+        let Some(series) = self.outputs.as_mut().and_then(|o| o.series.as_mut()) else {
+            return;
+        };
         for r in &rows {
             if let Err(e) = series.write_flow(r) {
                 self.io_error.get_or_insert(e);
@@ -500,7 +544,14 @@ impl Simulation {
     }
 }
 
-fn add_conn(node: &mut SimNode, flow: usize, role: Role, ep: TcpEndpoint, app: crate::apps::App, start: Instant) -> usize {
+fn add_conn(
+    node: &mut SimNode,
+    flow: usize,
+    role: Role,
+    ep: TcpEndpoint,
+    app: crate::apps::App,
+    start: Instant,
+) -> usize {
     match node {
         SimNode::Host(h) => h.add_conn(flow, role, ep, app, start),
         // The scenario loader rejects flows on routers.

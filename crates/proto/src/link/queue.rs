@@ -10,6 +10,7 @@ use super::config::{QueueConfig, QueueKind};
 use super::drop_tail::DropTail;
 use crate::node::Packet;
 use crate::time::Instant;
+use crate::units::ByteSize;
 
 /// A packet waiting in a link's queue, with what the link knows about its arrival.
 #[derive(Clone, Debug)]
@@ -60,7 +61,7 @@ impl AnyQueue {
         match config.kind {
             QueueKind::DropTail => Self::DropTail(DropTail::new(
                 config.limit_packets,
-                config.limit_bytes.map(|b| b.bytes()),
+                config.limit_bytes.map(ByteSize::bytes),
             )),
         }
     }

@@ -23,6 +23,7 @@ pub enum Recovery {
     /// Fast retransmit / fast recovery of RFC 5681: recovery ends at the first new ACK.
     Reno,
     /// NewReno (RFC 6582): partial ACKs retransmit the next hole and stay in recovery.
+    #[serde(rename = "newreno", alias = "new_reno")]
     NewReno,
     /// SACK-based loss recovery (RFC 6675); falls back to NewReno when the peer does not
     /// negotiate SACK.

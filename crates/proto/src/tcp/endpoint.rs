@@ -73,8 +73,8 @@ struct FastRecovery {
     recover: u64,
     /// HighRxt: end of the highest retransmitted range (SACK recovery).
     high_rxt: u64,
-    /// Whether a partial ACK has already restarted the timer (RFC 6582 §3.2 step 5).
-    partial_seen: bool,
+    /// When recovery began.
+    since: Instant,
 }
 
 /// A TCP endpoint. See the module documentation for the call order.
@@ -95,7 +95,6 @@ pub struct TcpEndpoint {
     ws_ok: bool,
     sack_ok: bool,
     ts_ok: bool,
-
 
     // Send side (offsets from ISS; SYN = 0, data from 1).
     iss: SeqNumber,
@@ -128,7 +127,6 @@ pub struct TcpEndpoint {
     probe_pending: bool,
     /// The byte at snd_una was sent as a window probe.
     probing: bool,
-
 
     // Receive side (offsets from IRS; SYN = 0, data from 1).
     irs: SeqNumber,
@@ -546,7 +544,11 @@ impl TcpEndpoint {
             (self.ws_ok, self.sack_ok, self.ts_ok)
         } else {
             seg.ack = None;
-            (self.config.window_scaling, self.config.sack, self.config.timestamps)
+            (
+                self.config.window_scaling,
+                self.config.sack,
+                self.config.timestamps,
+            )
         };
         // In a SYN the window is never scaled.
         seg.window = self.rcv_window_now().min(65_535) as u16;
@@ -892,18 +894,18 @@ impl TcpEndpoint {
                     _ => self.win.ssthresh,
                 };
                 self.last_recover = rec.recover;
+                self.stats.recovery_ns += now.saturating_since(rec.since).as_nanos();
                 self.recovery = None;
             }
             Some(mut rec) => {
                 if !self.in_sack_recovery() {
                     // NewReno partial ACK (RFC 6582 §3.2 step 5): retransmit the next hole,
-                    // deflate by the amount acknowledged, add back one SMSS.
+                    // deflate by the amount acknowledged, add back one SMSS. The timer restarts
+                    // on every partial ACK ("Slow-but-Steady", RFC 6582 §4, as ns-2's NewReno):
+                    // on a GEO path the Impatient variant's single restart races the RTO
+                    // against the third hole's repair.
                     self.rtx_now = Some(self.snd_una);
                     self.win.cwnd = self.win.cwnd.saturating_sub(acked) + self.smss;
-                    if !rec.partial_seen {
-                        rec.partial_seen = true;
-                        self.set_timer(Timer::Rto, now + self.rtt.rto());
-                    }
                 }
                 rec.high_rxt = rec.high_rxt.max(self.snd_una);
                 self.recovery = Some(rec);
@@ -932,10 +934,7 @@ impl TcpEndpoint {
         // RFC 6298 §5.2/5.3.
         if self.snd_una >= self.snd_max {
             self.clear_timer(Timer::Rto);
-        } else if self
-            .recovery
-            .is_none_or(|r| !r.partial_seen || self.in_sack_recovery())
-        {
+        } else {
             self.set_timer(Timer::Rto, now + self.rtt.rto());
         }
     }
@@ -969,7 +968,7 @@ impl TcpEndpoint {
         self.recovery = Some(FastRecovery {
             recover: self.snd_max,
             high_rxt: first_end,
-            partial_seen: false,
+            since: now,
         });
         if !self.in_sack_recovery() {
             self.win.cwnd = self.win.ssthresh + 3 * self.smss;
@@ -999,7 +998,9 @@ impl TcpEndpoint {
         self.cc.on_rto(now, flight, &mut self.win);
         // RFC 5681 §3.1: loss window of one segment.
         self.win.cwnd = self.smss;
-        self.recovery = None;
+        if let Some(rec) = self.recovery.take() {
+            self.stats.recovery_ns += now.saturating_since(rec.since).as_nanos();
+        }
         self.last_recover = self.snd_max;
         self.dupacks = 0;
         self.rtx_now = None;

@@ -31,4 +31,7 @@ pub struct TcpStats {
     pub beyond_window: u64,
     /// Zero-window probes sent.
     pub window_probes: u64,
+    /// Nanoseconds spent in fast recovery / SACK recovery (from the fast retransmit to the ACK
+    /// that ends recovery).
+    pub recovery_ns: u64,
 }

@@ -1,9 +1,14 @@
 //! Wire formats: IPv4 and TCP headers as real bytes, with correct checksums.
 //!
-//! Two levels, as in smoltcp: `Repr` structs that the TCP model reads and writes, and in-place
-//! helpers for mechanisms that rewrite a header (ACK filtering, compaction). Parsing uses the
-//! `etherparse` crate; what is ours is the checksum over a payload that exists only as a length
-//! (taken as zeros).
+//! Two levels, as in smoltcp: `Repr` structs that the TCP model reads and writes
+//! ([`emit_ipv4_tcp`], [`parse_ipv4_tcp`]), and the in-place [`TcpIpv4View`] for mechanisms that
+//! read or rewrite a queued header (ACK filtering, compaction). Parsing uses the `etherparse`
+//! crate's zero-copy header slices; what is ours is the [`checksum`] over a payload that exists
+//! only as a length (taken as zeros), and the Linux option layout on emit.
+//!
+//! Every header displays in tcpdump form ([`TcpIpv4Display`], `Display` on the reprs), so traces
+//! and test failures read like captures. The parser and the view are fuzzed (`fuzz/`, and a
+//! stable smoke test running the same [`fuzzing`] body).
 
 pub mod checksum;
 pub mod fuzzing;

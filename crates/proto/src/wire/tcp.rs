@@ -16,7 +16,8 @@
 //!
 //! Simplifications: options satpep does not model (MD5, TFO, MPTCP, experimental) are skipped on
 //! parse and never emitted; the NS bit and the reserved bits are ignored; a repeated option
-//! overrides an earlier one.
+//! overrides an earlier one; a window scale above 14 is passed through as received (RFC 7323
+//! §2.3 has the receiver clamp it to 14, which is the TCP model's job).
 
 use std::fmt;
 

@@ -457,6 +457,9 @@ fn fuzz_body_survives_random_and_mutated_inputs() {
             }
             if rng.chance(0.2) {
                 data.truncate((rng.next_u32() as usize) % (n + 2));
+            } else if rng.chance(0.1) {
+                // Bytes after the TCP header, as a compaction trailer would add.
+                data.extend((0..rng.next_u32() % 9).map(|_| rng.next_u32() as u8));
             }
             if data.len() >= 2 && parse_ipv4_tcp(&data[2..], tcp.payload_len).is_ok() {
                 parsed_ok += 1;

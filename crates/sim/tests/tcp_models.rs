@@ -1,0 +1,264 @@
+//! The simulator against analytic models (issue "Simulator core", must-show list).
+
+use satpep_proto::{Duration, Instant};
+use satpep_sim::Simulation;
+
+/// Two hosts joined by a forward and a return link; `tcp` and `extra` are spliced in.
+fn path(fwd: &str, ret: &str, tcp: &str, app: &str, extra: &str) -> String {
+    format!(
+        r#"
+name = "path"
+duration = "600s"
+{extra}
+[output]
+series = false
+interval = "1s"
+[defaults.tcp]
+{tcp}
+[[node]]
+name = "a"
+[[node]]
+name = "b"
+[[link]]
+name = "fwd"
+from = "a"
+to = "b"
+{fwd}
+[[link]]
+name = "ret"
+from = "b"
+to = "a"
+{ret}
+[[flow]]
+name = "f"
+from = "a"
+to = "b"
+app = {app}
+"#
+    )
+}
+
+fn build(text: &str) -> Simulation {
+    let loaded = satpep_scenario::load_str(text, "test", &[]).unwrap_or_else(|e| panic!("{e}"));
+    Simulation::new(&loaded.scenario)
+}
+
+fn at(s: f64) -> Instant {
+    Instant::ZERO + Duration::from_secs_f64(s)
+}
+
+/// Goodput (bit/s) delivered to the receiving application over [t0, t1].
+fn goodput(sim: &mut Simulation, t0: f64, t1: f64) -> f64 {
+    sim.run_until(at(t0));
+    let d0 = sim.listener(0).bytes_delivered();
+    sim.run_until(at(t1));
+    let d1 = sim.listener(0).bytes_delivered();
+    (d1 - d0) as f64 * 8.0 / (t1 - t0)
+}
+
+#[test]
+fn window_limited_goodput_is_w_over_rtt() {
+    // W = 65 535 bytes (no window scaling), RTT = 560 ms, link 100 Mb/s ≫ W/R ≈ 0.94 Mb/s.
+    // The receiver ACKs every segment, as ns-2's TCPSink does: with delayed ACKs the 45th
+    // (odd) segment of each window waits for the 200 ms delayed-ACK timer and goodput drops by
+    // about 3 % (docs/validation.md).
+    let text = path(
+        r#"rate = "100Mbps"
+delay = "280ms""#,
+        r#"rate = "100Mbps"
+delay = "280ms""#,
+        r#"window_scaling = false
+delack_segments = 1
+recv_buffer = "64KiB""#,
+        r#"{ kind = "bulk" }"#,
+        "",
+    );
+    let mut sim = build(&text);
+    let g = goodput(&mut sim, 10.0, 60.0);
+    let rtt = 0.560 + 2.0 * 1500.0 * 8.0 / 100e6;
+    let expect = 65_535.0 * 8.0 / rtt;
+    let err = (g - expect).abs() / expect;
+    println!(
+        "window-limited: {g:.0} b/s vs W/R {expect:.0} b/s ({:.2} %)",
+        err * 100.0
+    );
+    assert!(
+        err < 0.02,
+        "goodput {g:.0} b/s is {:.2} % from W/R {expect:.0}",
+        err * 100.0
+    );
+    assert_eq!(sim.opener(0).stats().retransmissions, 0);
+}
+
+#[test]
+fn rate_limited_goodput_is_link_rate_times_payload_share() {
+    // Large windows, 10 Mb/s bottleneck, RTT 100 ms, queue above the BDP (83 packets): the link
+    // stays busy; without timestamps each 1460-byte segment costs 1500 bytes on the wire.
+    let text = path(
+        r#"rate = "10Mbps"
+delay = "50ms"
+queue = { limit_packets = 200 }"#,
+        r#"rate = "10Mbps"
+delay = "50ms""#,
+        r#"timestamps = false
+mss = 1460"#,
+        r#"{ kind = "bulk" }"#,
+        "",
+    );
+    for cc in ["reno", "cubic"] {
+        let t = text.replace(
+            "timestamps = false",
+            &format!("timestamps = false\ncc = \"{cc}\""),
+        );
+        let mut sim = build(&t);
+        let g = goodput(&mut sim, 20.0, 60.0);
+        let expect = 10e6 * 1460.0 / 1500.0;
+        let err = (g - expect).abs() / expect;
+        println!(
+            "rate-limited {cc}: {g:.0} b/s vs {expect:.0} b/s ({:.2} %)",
+            err * 100.0
+        );
+        assert!(
+            err < 0.03,
+            "{cc}: goodput {g:.0} b/s is {:.2} % from {expect:.0}",
+            err * 100.0
+        );
+    }
+}
+
+#[test]
+fn random_loss_follows_mathis() {
+    // Reno window growth, NewReno recovery, ACK every segment (b = 1), uniform loss on the data
+    // direction only. Mathis et al.: goodput ≈ MSS/RTT · √(3/(2p)).
+    for (p, secs) in [(1e-3_f64, 600.0), (1e-2, 600.0)] {
+        let text = path(
+            &format!(
+                r#"rate = "100Mbps"
+delay = "50ms"
+queue = {{ limit_packets = 1000 }}
+error = {{ model = "per", per = {p} }}"#
+            ),
+            r#"rate = "100Mbps"
+delay = "50ms""#,
+            r#"cc = "reno"
+recovery = "newreno"
+timestamps = false
+delack_segments = 1
+min_rto = "200ms""#,
+            r#"{ kind = "bulk" }"#,
+            "",
+        );
+        let mut sim = build(&text);
+        let g = goodput(&mut sim, 10.0, secs);
+        let mss = 1460.0;
+        let rtt = 0.100 + 1500.0 * 8.0 / 100e6;
+        let mathis = mss * 8.0 / rtt * (3.0 / (2.0 * p)).sqrt();
+        let ratio = g / mathis;
+        println!("p = {p}: goodput {g:.0} b/s, Mathis {mathis:.0} b/s, ratio {ratio:.3}");
+        assert!(
+            (0.7..=1.3).contains(&ratio),
+            "p = {p}: ratio {ratio:.3} outside ±30 %"
+        );
+    }
+}
+
+/// 200 segments of 1448 bytes over a 10 Mb/s, 500 ms RTT path, dropping the listed packets of
+/// the forward link (1 = SYN, 2 = handshake ACK, 3… = data segments in first-transmission order
+/// until a loss). Slow start ends at 40 segments so that later losses meet a steady window.
+fn drops(recovery: &str, drop: &[u64]) -> Simulation {
+    let list = drop
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let text = path(
+        &format!(
+            r#"rate = "10Mbps"
+delay = "250ms"
+queue = {{ limit_packets = 1000 }}
+error = {{ model = "list", packets = [{list}] }}"#
+        ),
+        r#"rate = "10Mbps"
+delay = "250ms""#,
+        &format!(
+            r#"cc = "reno"
+recovery = "{recovery}"
+initial_ssthresh = "57920B"
+delack_segments = 1
+min_rto = "1s""#
+        ),
+        r#"{ kind = "bulk", bytes = "289600B" }"#,
+        "",
+    );
+    let mut sim = build(&text);
+    sim.run_until(at(120.0));
+    assert_eq!(
+        sim.listener(0).bytes_delivered(),
+        289_600,
+        "transfer must complete"
+    );
+    sim
+}
+
+#[test]
+fn single_drop_is_repaired_by_fast_retransmit() {
+    for recovery in ["reno", "newreno", "sack"] {
+        let sim = drops(recovery, &[30]);
+        let st = sim.opener(0).stats();
+        assert_eq!(
+            (st.fast_retransmits, st.rto_expirations, st.retransmissions),
+            (1, 0, 1),
+            "{recovery}: {st:?}"
+        );
+    }
+}
+
+#[test]
+fn losing_a_whole_window_ends_in_rto() {
+    // The initial window is 10 segments: packets 3–12. Nothing comes back, so no dupACKs.
+    let drop: Vec<u64> = (3..=12).collect();
+    let sim = drops("sack", &drop);
+    let st = sim.opener(0).stats();
+    assert_eq!(st.fast_retransmits, 0, "{st:?}");
+    assert!(st.rto_expirations >= 1, "{st:?}");
+}
+
+#[test]
+fn sack_repairs_three_losses_in_one_rtt_newreno_in_three() {
+    // Three drops early in one congestion-avoidance window (cwnd ≈ 41 segments): packets 3–12,
+    // 13–32, 33–72 are the slow-start rounds; 73… is the first window at ssthresh.
+    let rtt = 0.5;
+    let sack = drops("sack", &[80, 84, 88]).opener(0).stats();
+    let newreno = drops("newreno", &[80, 84, 88]).opener(0).stats();
+    let (ts, tn) = (
+        sack.recovery_ns as f64 * 1e-9,
+        newreno.recovery_ns as f64 * 1e-9,
+    );
+    println!(
+        "recovery: SACK {ts:.3} s ({:.2} RTT), NewReno {tn:.3} s ({:.2} RTT)",
+        ts / rtt,
+        tn / rtt
+    );
+    assert_eq!(
+        (sack.fast_retransmits, sack.rto_expirations),
+        (1, 0),
+        "{sack:?}"
+    );
+    assert_eq!(
+        (newreno.fast_retransmits, newreno.rto_expirations),
+        (1, 0),
+        "{newreno:?}"
+    );
+    assert!(
+        (0.9..1.6).contains(&(ts / rtt)),
+        "SACK took {:.2} RTT",
+        ts / rtt
+    );
+    assert!(
+        (2.5..3.6).contains(&(tn / rtt)),
+        "NewReno took {:.2} RTT",
+        tn / rtt
+    );
+    assert_eq!(sack.retransmissions, 3);
+    assert_eq!(newreno.retransmissions, 3);
+}
