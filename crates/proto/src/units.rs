@@ -95,9 +95,11 @@ pub fn parse_bytes(s: &str) -> Result<ByteSize, UnitError> {
         "KiB" => 1024.0,
         "MiB" => 1024.0 * 1024.0,
         "GiB" => 1024.0 * 1024.0 * 1024.0,
-        _ => return Err(UnitError(format!(
+        _ => {
+            return Err(UnitError(format!(
             "unknown size unit in `{s}`: expected B, KB, MB, GB, KiB, MiB or GiB (e.g. \"720KB\")"
-        ))),
+        )))
+        }
     };
     to_u64(v * scale, s).map(ByteSize)
 }

@@ -8,6 +8,7 @@ use satpep_proto::wire::{emit_ipv4_tcp, parse_ipv4_tcp, Ipv4Repr, IPPROTO_TCP};
 use satpep_proto::{Instant, Node, Packet, PortId, Transmit};
 
 use crate::apps::App;
+use crate::router::Router;
 
 /// Which end of a flow a connection is.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
@@ -44,8 +45,6 @@ pub struct HostStats {
     pub malformed: u64,
     /// TCP segments for no known connection.
     pub no_connection: u64,
-    /// Packets for another address.
-    pub not_for_us: u64,
     /// Packets with no route out.
     pub no_route: u64,
 }
@@ -64,6 +63,8 @@ pub struct Host {
     next_packet_id: u64,
     done: usize,
     stats: HostStats,
+    /// Forwarding of packets addressed to other nodes.
+    router: Router,
 }
 
 impl Host {
@@ -80,12 +81,14 @@ impl Host {
             next_packet_id: id_base,
             done: 0,
             stats: HostStats::default(),
+            router: Router::new(),
         }
     }
 
     /// Send packets for `dst` out of `port`.
     pub fn add_route(&mut self, dst: Ipv4Addr, port: PortId) {
         self.routes.insert(dst, port);
+        self.router.add_route(dst, port);
         self.default_port.get_or_insert(port);
     }
 
@@ -160,7 +163,16 @@ fn c_deadline(c: &mut Conn, start: Option<Instant>) {
 }
 
 impl Node for Host {
-    fn handle_packet(&mut self, now: Instant, _port: PortId, pkt: Packet) {
+    fn handle_packet(&mut self, now: Instant, port: PortId, pkt: Packet) {
+        if pkt
+            .header()
+            .get(16..20)
+            .is_some_and(|d| d != self.addr.octets())
+        {
+            // Not ours: forward like a router (the scenario lets any node forward).
+            self.router.handle_packet(now, port, pkt);
+            return;
+        }
         let (ip, seg) = match parse_ipv4_tcp(pkt.header(), pkt.payload_len) {
             Ok(x) => x,
             Err(_) => {
@@ -168,10 +180,6 @@ impl Node for Host {
                 return;
             }
         };
-        if ip.dst != self.addr {
-            self.stats.not_for_us += 1;
-            return;
-        }
         let Some(&i) = self.by_tuple.get(&(seg.dst_port, ip.src, seg.src_port)) else {
             self.stats.no_connection += 1;
             return;
@@ -196,6 +204,9 @@ impl Node for Host {
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        if let Some(tx) = self.router.poll_transmit(now) {
+            return Some(tx);
+        }
         while let Some(&i) = self.dirty.last() {
             let c = &mut self.conns[i];
             if let Some(seg) = c.ep.poll_transmit(now) {
