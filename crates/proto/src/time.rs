@@ -119,7 +119,7 @@ impl AddAssign<Duration> for Instant {
     }
 }
 
-impl Sub<Instant> for Instant {
+impl Sub<Self> for Instant {
     type Output = Duration;
     /// Panics in debug builds when `rhs` is later; use [`Instant::saturating_since`] when unsure.
     fn sub(self, rhs: Self) -> Duration {
@@ -150,11 +150,11 @@ impl fmt::Display for Instant {
 impl fmt::Display for Duration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ns = self.0;
-        if ns % 1_000_000_000 == 0 {
+        if ns.is_multiple_of(1_000_000_000) {
             write!(f, "{}s", ns / 1_000_000_000)
-        } else if ns % 1_000_000 == 0 {
+        } else if ns.is_multiple_of(1_000_000) {
             write!(f, "{}ms", ns / 1_000_000)
-        } else if ns % 1_000 == 0 {
+        } else if ns.is_multiple_of(1_000) {
             write!(f, "{}us", ns / 1_000)
         } else {
             write!(f, "{ns}ns")
@@ -165,9 +165,9 @@ impl fmt::Display for Duration {
 impl fmt::Display for Bitrate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;
-        if b >= 1_000_000_000 && b % 1_000_000 == 0 {
+        if b >= 1_000_000_000 && b.is_multiple_of(1_000_000) {
             write!(f, "{}Gbps", b as f64 / 1e9)
-        } else if b >= 1_000_000 && b % 1_000 == 0 {
+        } else if b >= 1_000_000 && b.is_multiple_of(1_000) {
             write!(f, "{}Mbps", b as f64 / 1e6)
         } else if b >= 1_000 {
             write!(f, "{}kbps", b as f64 / 1e3)

@@ -1,6 +1,7 @@
 //! A host: TCP endpoints with their applications, behind one IP address.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::net::Ipv4Addr;
 
 use satpep_proto::tcp::TcpEndpoint;
@@ -54,8 +55,13 @@ pub struct HostStats {
 pub struct Host {
     addr: Ipv4Addr,
     conns: Vec<Conn>,
-    by_tuple: HashMap<(u16, Ipv4Addr, u16), usize>,
-    routes: HashMap<Ipv4Addr, PortId>,
+    by_tuple: HashMap<(u16, Ipv4Addr, u16), usize, FastHash>,
+    routes: HashMap<Ipv4Addr, PortId, FastHash>,
+    /// Every connection's deadline, ordered: `poll_timeout` is the first entry and
+    /// `handle_timeout` visits only the due ones, instead of scanning all connections.
+    timers: BTreeSet<(Instant, usize)>,
+    /// Scratch for `handle_timeout` (the due connections, in index order).
+    due: Vec<usize>,
     default_port: Option<PortId>,
     /// Connections touched since their output was last drained (a stack; duplicates harmless).
     dirty: Vec<usize>,
@@ -73,8 +79,10 @@ impl Host {
         Self {
             addr,
             conns: Vec::new(),
-            by_tuple: HashMap::new(),
-            routes: HashMap::new(),
+            by_tuple: HashMap::default(),
+            routes: HashMap::default(),
+            timers: BTreeSet::new(),
+            due: Vec::new(),
             default_port: None,
             dirty: Vec::new(),
             ident: 0,
@@ -138,9 +146,19 @@ impl Host {
     }
 
     fn refresh_deadline(&mut self, i: usize) {
-        let c = &self.conns[i];
+        let c = &mut self.conns[i];
         let start = (!c.started).then_some(c.start);
-        c_deadline(&mut self.conns[i], start);
+        let old = c.deadline;
+        c_deadline(c, start);
+        let new = c.deadline;
+        if old != new {
+            if let Some(d) = old {
+                self.timers.remove(&(d, i));
+            }
+            if let Some(d) = new {
+                self.timers.insert((d, i));
+            }
+        }
     }
 
     fn after_input(&mut self, now: Instant, i: usize) {
@@ -189,11 +207,14 @@ impl Node for Host {
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        for i in 0..self.conns.len() {
+        // Deadlines change only when output is drained, so the due set is fixed for this call;
+        // visit it in connection order, as a scan of all connections would.
+        let mut due = std::mem::take(&mut self.due);
+        due.clear();
+        due.extend(self.timers.range(..=(now, usize::MAX)).map(|&(_, i)| i));
+        due.sort_unstable();
+        for &i in &due {
             let c = &mut self.conns[i];
-            if c.deadline.is_none_or(|d| d > now) {
-                continue;
-            }
             if !c.started && now >= c.start {
                 c.started = true;
                 c.ep.connect(now);
@@ -201,6 +222,7 @@ impl Node for Host {
             c.ep.handle_timeout(now);
             self.after_input(now, i);
         }
+        self.due = due;
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
@@ -241,6 +263,35 @@ impl Node for Host {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.conns.iter().filter_map(|c| c.deadline).min()
+        self.timers.first().map(|&(d, _)| d)
     }
 }
+
+/// FNV-1a over the key's bytes: the lookup keys are a few bytes of addresses and ports, which
+/// SipHash makes a visible share of a run. No map here is ever iterated, so the hasher cannot
+/// affect output.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FnvHasher(u64);
+
+impl Default for FnvHasher {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for FnvHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = self.0;
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+/// Builds [`FnvHasher`]s.
+pub(crate) type FastHash = BuildHasherDefault<FnvHasher>;

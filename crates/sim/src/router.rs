@@ -5,6 +5,8 @@ use std::net::Ipv4Addr;
 
 use satpep_proto::{Instant, Node, Packet, PortId, Transmit};
 
+use crate::host::FastHash;
+
 /// Counters of packets a router could not forward.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RouterStats {
@@ -22,7 +24,7 @@ pub struct RouterStats {
 /// updated header checksum (RFC 1624), so captures downstream show what a real router sends.
 #[derive(Clone, Debug, Default)]
 pub struct Router {
-    routes: HashMap<Ipv4Addr, PortId>,
+    routes: HashMap<Ipv4Addr, PortId, FastHash>,
     out: VecDeque<Transmit>,
     stats: RouterStats,
 }
