@@ -47,6 +47,7 @@ impl Packet {
     }
 
     /// A packet whose header is written by `fill` into a zeroed buffer; `fill` returns the length.
+    #[inline]
     pub fn build(payload_len: u32, fill: impl FnOnce(&mut [u8; MAX_HEADER]) -> usize) -> Self {
         let mut hdr = Box::new([0u8; MAX_HEADER]);
         let n = fill(&mut hdr).min(MAX_HEADER);
@@ -60,11 +61,13 @@ impl Packet {
     }
 
     /// Header bytes (IPv4 and everything up to the payload).
+    #[inline]
     pub fn header(&self) -> &[u8] {
         &self.hdr[..usize::from(self.hdr_len)]
     }
 
     /// Header bytes, writable in place (ACK rewriting, checksum updates).
+    #[inline]
     pub fn header_mut(&mut self) -> &mut [u8] {
         &mut self.hdr[..usize::from(self.hdr_len)]
     }
@@ -76,11 +79,13 @@ impl Packet {
     }
 
     /// Length of the header bytes.
+    #[inline]
     pub fn header_len(&self) -> usize {
         usize::from(self.hdr_len)
     }
 
     /// Bytes this packet occupies on the wire (header + payload).
+    #[inline]
     pub fn wire_len(&self) -> u64 {
         u64::from(self.hdr_len) + u64::from(self.payload_len)
     }

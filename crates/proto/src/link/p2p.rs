@@ -181,6 +181,7 @@ impl Link {
 
     /// Apply every serialisation completion at or before `now`, in order, each at its own
     /// scheduled instant.
+    #[inline]
     fn advance(&mut self, now: Instant) {
         while let Some(done) = self.serialising.take_if(|s| s.finish <= now) {
             let t = done.finish;
@@ -199,6 +200,7 @@ impl Link {
     }
 
     /// Put the head of the queue on the idle serialiser at `t`, unless paused by a zero rate.
+    #[inline]
     fn start_next(&mut self, t: Instant) {
         if self.rate.bps() == 0 {
             return;
@@ -215,6 +217,7 @@ impl Link {
     }
 
     /// Sum the queue integrals up to `t`; call before every change of the queue.
+    #[inline]
     fn account_queue(&mut self, t: Instant) {
         let dt = u128::from(t.saturating_since(self.queue_since).as_nanos());
         self.stats.queue_packet_ns += self.queue.len_packets() as u128 * dt;
@@ -227,6 +230,7 @@ impl Node for Link {
     /// A packet to send entered the link. It is counted as arrival number
     /// `stats().arrivals` (the index the `List` error model uses), offered to the queue
     /// discipline, and put straight on the serialiser if that is idle.
+    #[inline]
     fn handle_packet(&mut self, now: Instant, _port: PortId, pkt: Packet) {
         self.advance(now);
         self.stats.arrivals += 1;
@@ -248,10 +252,12 @@ impl Node for Link {
         s.max_queue_bytes = s.max_queue_bytes.max(self.queue.len_bytes());
     }
 
+    #[inline]
     fn handle_timeout(&mut self, now: Instant) {
         self.advance(now);
     }
 
+    #[inline]
     fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         self.advance(now);
         if self.delay_line.front()?.due > now {
@@ -266,6 +272,7 @@ impl Node for Link {
         })
     }
 
+    #[inline]
     fn poll_timeout(&self) -> Option<Instant> {
         let finish = self.serialising.as_ref().map(|s| s.finish);
         let due = self.delay_line.front().map(|f| f.due);

@@ -17,3 +17,6 @@ pub use endpoint::{State, TcpEndpoint};
 pub use ranges::RangeSet;
 pub use rtt::RttEstimator;
 pub use stats::TcpStats;
+
+#[cfg(test)]
+mod tests;
