@@ -267,31 +267,92 @@ impl Node for Host {
     }
 }
 
-/// FNV-1a over the key's bytes: the lookup keys are a few bytes of addresses and ports, which
-/// SipHash makes a visible share of a run. No map here is ever iterated, so the hasher cannot
-/// affect output.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct FnvHasher(u64);
+/// A multiply-fold hash over the key's integers: the lookup keys are a few bytes of addresses
+/// and ports, for which SipHash was a visible share of a run. No map here is ever iterated, so
+/// the hasher cannot affect output.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct FastHasher(u64);
 
-impl Default for FnvHasher {
-    fn default() -> Self {
-        Self(0xcbf2_9ce4_8422_2325)
+impl FastHasher {
+    #[inline]
+    fn fold(&mut self, x: u64) {
+        // FxHash's step: rotate, mix in the word, multiply by an odd constant.
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
 }
 
-impl Hasher for FnvHasher {
+impl Hasher for FastHasher {
+    #[inline]
     fn finish(&self) -> u64 {
-        self.0
+        // The multiply leaves the low bits weak; bring the high ones down (hashbrown indexes
+        // buckets with the low bits).
+        self.0 ^ (self.0 >> 32)
     }
 
+    #[inline]
     fn write(&mut self, bytes: &[u8]) {
-        let mut h = self.0;
-        for &b in bytes {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.fold(u64::from_le_bytes(w));
         }
-        self.0 = h;
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.fold(u64::from_le_bytes(w));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.fold(u64::from(i));
+    }
+
+    #[inline]
+    fn write_u16(&mut self, i: u16) {
+        self.fold(u64::from(i));
+    }
+
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.fold(u64::from(i));
+    }
+
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.fold(i);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.fold(i as u64);
     }
 }
 
-/// Builds [`FnvHasher`]s.
-pub(crate) type FastHash = BuildHasherDefault<FnvHasher>;
+/// Builds [`FastHasher`]s.
+pub(crate) type FastHash = BuildHasherDefault<FastHasher>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::BuildHasher;
+
+    #[test]
+    fn fast_hash_separates_addresses_that_differ_in_one_octet() {
+        // Both the high and the low bits must vary, or hashbrown would pile these in one group.
+        let h = FastHash::default();
+        let hashes: Vec<u64> = (0..=255u8)
+            .map(|i| h.hash_one(Ipv4Addr::new(10, 0, 0, i)))
+            .collect();
+        let low: std::collections::HashSet<u64> = hashes.iter().map(|x| x & 0xff).collect();
+        let high: std::collections::HashSet<u64> = hashes.iter().map(|x| x >> 57).collect();
+        assert!(low.len() > 128, "low bits: {} distinct of 256", low.len());
+        assert!(
+            high.len() > 64,
+            "top 7 bits: {} distinct of 256",
+            high.len()
+        );
+    }
+}

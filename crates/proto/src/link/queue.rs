@@ -30,10 +30,7 @@ pub struct QueuedPacket {
 /// only: the packet being serialised has left the queue.
 pub trait QueueDisc {
     /// Offer a packet at `now`; `Err` hands back the packet the discipline refused (dropped).
-    #[expect(
-        clippy::result_large_err,
-        reason = "a refused packet moves back by value; boxing it would allocate per drop"
-    )]
+    /// (A `QueuedPacket` is small, its header bytes being boxed, so returning it by value is cheap.)
     fn enqueue(&mut self, now: Instant, entry: QueuedPacket) -> Result<(), QueuedPacket>;
     /// The next packet to serialise, taken at `now`, or `None` when empty.
     fn dequeue(&mut self, now: Instant) -> Option<QueuedPacket>;
