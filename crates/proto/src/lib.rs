@@ -10,9 +10,11 @@
 //! backwards between calls; inputs at the same instant may arrive in any order.
 //!
 //! Layers inside the crate, bottom up: [`time`] and [`units`] → [`wire`] (header bytes) →
-//! [`tcp`] (endpoint model) and [`link`] (rate, delay, queue, errors).
+//! [`tcp`] (endpoint model) and [`link`] (rate, delay, queue, errors) → [`middlebox`] (mechanisms
+//! in a router's forwarding path).
 
 pub mod link;
+pub mod middlebox;
 pub mod node;
 pub mod rand;
 pub mod tcp;

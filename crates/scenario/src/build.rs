@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 use satpep_proto::link::LinkConfig;
+use satpep_proto::middlebox::MiddleboxConfig;
 use satpep_proto::tcp::TcpConfig;
 use satpep_proto::{Bitrate, Duration};
 use serde::de::DeserializeOwned;
@@ -39,7 +40,7 @@ const ROOT_KEYS: &[&str] = &[
     "sweep",
 ];
 const DEFAULTS_KEYS: &[&str] = &["tcp"];
-const NODE_KEYS: &[&str] = &["name", "kind", "address"];
+const NODE_KEYS: &[&str] = &["name", "kind", "address", "middlebox"];
 const LINK_OWN_KEYS: &[&str] = &["name", "from", "to"];
 const ROUTE_KEYS: &[&str] = &["node", "dst", "link"];
 const FLOW_KEYS: &[&str] = &[
@@ -138,10 +139,23 @@ impl Builder<'_, '_> {
                     self.err(&path, "too many nodes for automatic addresses (65536)")
                 })?,
             };
+            let middlebox = match t.get("middlebox") {
+                None => None,
+                Some(v) => {
+                    let mb_path = join(&path, "middlebox");
+                    if kind != NodeKind::Router {
+                        return Err(self.err(&mb_path, "a middlebox needs `kind = \"router\"`"));
+                    }
+                    let mb: MiddleboxConfig = self.typed(v, &mb_path)?;
+                    mb.validate().map_err(|msg| self.err(&mb_path, msg))?;
+                    Some(mb)
+                }
+            };
             nodes.push(NodeSpec {
                 name,
                 kind,
                 address,
+                middlebox,
             });
         }
         let mut seen: HashMap<Ipv4Addr, usize> = HashMap::new();

@@ -7,6 +7,7 @@
 use std::net::Ipv4Addr;
 
 use satpep_proto::link::LinkConfig;
+use satpep_proto::middlebox::MiddleboxConfig;
 use satpep_proto::tcp::TcpConfig;
 use satpep_proto::{ByteSize, Duration};
 use serde::{Deserialize, Serialize};
@@ -50,7 +51,7 @@ pub enum NodeKind {
 }
 
 /// One node of the topology.
-#[derive(Clone, Debug, Eq, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct NodeSpec {
     /// Unique name.
     pub name: String,
@@ -58,6 +59,8 @@ pub struct NodeSpec {
     pub kind: NodeKind,
     /// IPv4 address, unique. Default: `10.0.<index>.1` (for index ≥ 256: `10.<index/256>.<index%256>.1`).
     pub address: Ipv4Addr,
+    /// A mechanism in this router's forwarding path. Default: none (routers only).
+    pub middlebox: Option<MiddleboxConfig>,
 }
 
 /// One simplex link.
@@ -181,6 +184,9 @@ impl Scenario {
             e.insert("name".into(), n.name.clone().into());
             e.insert("kind".into(), to_value(&n.kind));
             e.insert("address".into(), n.address.to_string().into());
+            if let Some(mb) = &n.middlebox {
+                e.insert("middlebox".into(), to_value(mb));
+            }
             Value::Table(e)
         });
         t.insert("node".into(), Value::Array(nodes.collect()));

@@ -3,6 +3,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::Ipv4Addr;
 
+use satpep_proto::middlebox::Middlebox;
 use satpep_proto::{Instant, Node, Packet, PortId, Transmit};
 
 use crate::host::FastHash;
@@ -27,12 +28,21 @@ pub struct Router {
     routes: HashMap<Ipv4Addr, PortId, FastHash>,
     out: VecDeque<Transmit>,
     stats: RouterStats,
+    middlebox: Option<Middlebox>,
 }
 
 impl Router {
     /// A router with no routes.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A router whose forwarding path goes through `middlebox`.
+    pub fn with_middlebox(middlebox: Middlebox) -> Self {
+        Self {
+            middlebox: Some(middlebox),
+            ..Self::default()
+        }
     }
 
     /// Send packets for `dst` out of `port`.
@@ -44,46 +54,88 @@ impl Router {
     pub fn stats(&self) -> RouterStats {
         self.stats
     }
+
+    /// The middlebox in the forwarding path, if any.
+    pub fn middlebox(&self) -> Option<&Middlebox> {
+        self.middlebox.as_ref()
+    }
+
+    fn route(&mut self, pkt: &Packet) -> Option<PortId> {
+        let h = pkt.header();
+        let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
+        let port = self.routes.get(&dst).copied();
+        if port.is_none() {
+            self.stats.no_route += 1;
+        }
+        port
+    }
+}
+
+/// Decrement the TTL and patch the header checksum (RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m');
+/// the TTL is the high byte of its 16-bit word). False when the TTL is exhausted.
+fn decrement_ttl(h: &mut [u8]) -> bool {
+    if h[8] <= 1 {
+        return false;
+    }
+    h[8] -= 1;
+    let old = u16::from_be_bytes([h[10], h[11]]);
+    let mut sum = u32::from(!old)
+        + u32::from(!(u16::from(h[8] + 1) << 8 | u16::from(h[9])))
+        + u32::from(u16::from(h[8]) << 8 | u16::from(h[9]));
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    h[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    true
 }
 
 impl Node for Router {
-    fn handle_packet(&mut self, _now: Instant, _port: PortId, mut pkt: Packet) {
+    fn handle_packet(&mut self, now: Instant, port: PortId, mut pkt: Packet) {
         let h = pkt.header_mut();
         if h.len() < 20 || h[0] >> 4 != 4 {
             self.stats.malformed += 1;
             return;
         }
-        let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
-        let Some(&port) = self.routes.get(&dst) else {
-            self.stats.no_route += 1;
-            return;
-        };
-        if h[8] <= 1 {
+        if !decrement_ttl(h) {
             self.stats.ttl_expired += 1;
             return;
         }
-        h[8] -= 1;
-        // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'); TTL is the high byte of its 16-bit word.
-        let old = u16::from_be_bytes([h[10], h[11]]);
-        let mut sum = u32::from(!old)
-            + u32::from(!(u16::from(h[8] + 1) << 8 | u16::from(h[9])))
-            + u32::from(u16::from(h[8]) << 8 | u16::from(h[9]));
-        while sum > 0xffff {
-            sum = (sum & 0xffff) + (sum >> 16);
+        if let Some(mb) = self.middlebox.as_mut() {
+            // Everything, including packets for the router itself (tunnel endpoints), goes to
+            // the middlebox; what it sends is routed in `poll_transmit`.
+            mb.handle_packet(now, port, pkt);
+            return;
         }
-        h[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+        let Some(out) = self.route(&pkt) else { return };
         self.stats.forwarded += 1;
-        self.out.push_back(Transmit { port, pkt });
+        self.out.push_back(Transmit { port: out, pkt });
     }
 
-    fn handle_timeout(&mut self, _now: Instant) {}
+    fn handle_timeout(&mut self, now: Instant) {
+        if let Some(mb) = self.middlebox.as_mut() {
+            mb.handle_timeout(now);
+        }
+    }
 
-    fn poll_transmit(&mut self, _now: Instant) -> Option<Transmit> {
-        self.out.pop_front()
+    fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        if let Some(tx) = self.out.pop_front() {
+            return Some(tx);
+        }
+        loop {
+            let tx = self.middlebox.as_mut()?.poll_transmit(now)?;
+            if tx.pkt.header().len() < 20 {
+                self.stats.malformed += 1;
+                continue;
+            }
+            if let Some(port) = self.route(&tx.pkt) {
+                self.stats.forwarded += 1;
+                return Some(Transmit { port, pkt: tx.pkt });
+            }
+        }
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        None
+        self.middlebox.as_ref().and_then(Node::poll_timeout)
     }
 }
 

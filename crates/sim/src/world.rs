@@ -7,6 +7,7 @@ use satpep_output::{
     FlowSample, FlowSummary, LinkSample, LinkSummary, PcapTrace, SeriesWriter, Summary,
 };
 use satpep_proto::link::Link;
+use satpep_proto::middlebox::Middlebox;
 use satpep_proto::rand::Rng;
 use satpep_proto::tcp::TcpEndpoint;
 use satpep_proto::{Duration, Instant, Node, Packet, PortId, Transmit};
@@ -148,11 +149,18 @@ impl Simulation {
             .enumerate()
             .map(|(i, n)| match n.kind {
                 NodeKind::Host => SimNode::Host(Host::new(n.address, (i as u64) << 40)),
-                NodeKind::Router => SimNode::Router(Router::new()),
+                NodeKind::Router => SimNode::Router(match &n.middlebox {
+                    Some(mb) => Router::with_middlebox(Middlebox::new(
+                        mb,
+                        Rng::for_component(scenario.seed, &format!("middlebox:{}", n.name)),
+                    )),
+                    None => Router::new(),
+                }),
             })
             .collect();
         let mut wires: Vec<Vec<(NodeId, PortId)>> = vec![Vec::new(); n_nodes];
         let mut link_node = Vec::new();
+        let mut in_ports = vec![0u16; n_nodes];
         let mut link_port = Vec::new();
         for l in &scenario.links {
             let id = nodes.len();
@@ -160,7 +168,10 @@ impl Simulation {
             nodes.push(SimNode::Link(Link::new(&l.config, rng)));
             let port = PortId(wires[l.from].len() as u16);
             wires[l.from].push((id, PortId(0)));
-            wires.push(vec![(l.to, PortId(0))]);
+            // The far end numbers its incoming links from 0 in scenario order (middleboxes use
+            // the arrival port to tell one side from the other).
+            wires.push(vec![(l.to, PortId(in_ports[l.to]))]);
+            in_ports[l.to] += 1;
             link_node.push(id);
             link_port.push(port);
         }
