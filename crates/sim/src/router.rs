@@ -4,6 +4,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::Ipv4Addr;
 
 use satpep_proto::middlebox::Middlebox;
+use satpep_proto::wire::checksum;
 use satpep_proto::{Instant, Node, Packet, PortId, Transmit};
 
 use crate::host::FastHash;
@@ -71,21 +72,17 @@ impl Router {
     }
 }
 
-/// Decrement the TTL and patch the header checksum (RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m');
-/// the TTL is the high byte of its 16-bit word). False when the TTL is exhausted.
+/// Decrement the TTL and patch the header checksum incrementally (RFC 1624); the TTL is the
+/// high byte of its 16-bit word. False when the TTL is exhausted.
 fn decrement_ttl(h: &mut [u8]) -> bool {
     if h[8] <= 1 {
         return false;
     }
+    let old = u16::from_be_bytes([h[8], h[9]]);
     h[8] -= 1;
-    let old = u16::from_be_bytes([h[10], h[11]]);
-    let mut sum = u32::from(!old)
-        + u32::from(!(u16::from(h[8] + 1) << 8 | u16::from(h[9])))
-        + u32::from(u16::from(h[8]) << 8 | u16::from(h[9]));
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    h[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    let new = u16::from_be_bytes([h[8], h[9]]);
+    let check = checksum::update_u16(u16::from_be_bytes([h[10], h[11]]), old, new);
+    h[10..12].copy_from_slice(&check.to_be_bytes());
     true
 }
 
