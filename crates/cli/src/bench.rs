@@ -36,60 +36,30 @@ cc = "cubic"
 mss = 1460
 send_buffer = "8MB"
 recv_buffer = "8MB"
-[[node]]
-name = "src"
-[[node]]
-name = "r1"
-kind = "router"
-[[node]]
-name = "r2"
-kind = "router"
-[[node]]
-name = "dst"
-[[link]]
-name = "src-r1"
-from = "src"
-to = "r1"
-rate = "1Gbps"
-delay = "10us"
-queue = {{ limit_packets = 10000 }}
-[[link]]
-name = "bottleneck"
-from = "r1"
-to = "r2"
-rate = "100Mbps"
-delay = "250ms"
-queue = {{ limit_packets = 1000 }}
-[[link]]
-name = "r2-dst"
-from = "r2"
-to = "dst"
-rate = "1Gbps"
-delay = "10us"
-queue = {{ limit_packets = 10000 }}
-[[link]]
-name = "dst-r2"
-from = "dst"
-to = "r2"
-rate = "1Gbps"
-delay = "10us"
-queue = {{ limit_packets = 10000 }}
-[[link]]
-name = "return"
-from = "r2"
-to = "r1"
-rate = "10Mbps"
-delay = "250ms"
-queue = {{ limit_packets = 1000 }}
-[[link]]
-name = "r1-src"
-from = "r1"
-to = "src"
-rate = "1Gbps"
-delay = "10us"
-queue = {{ limit_packets = 10000 }}
 "#
     );
+    for (name, kind) in [
+        ("src", "host"),
+        ("r1", "router"),
+        ("r2", "router"),
+        ("dst", "host"),
+    ] {
+        s.push_str(&format!("[[node]]\nname = \"{name}\"\nkind = \"{kind}\"\n"));
+    }
+    let links = [
+        ("src-r1", "src", "r1", "1Gbps", "10us", 10_000),
+        ("bottleneck", "r1", "r2", "100Mbps", "250ms", 1000),
+        ("r2-dst", "r2", "dst", "1Gbps", "10us", 10_000),
+        ("dst-r2", "dst", "r2", "1Gbps", "10us", 10_000),
+        ("return", "r2", "r1", "10Mbps", "250ms", 1000),
+        ("r1-src", "r1", "src", "1Gbps", "10us", 10_000),
+    ];
+    for (name, from, to, rate, delay, limit) in links {
+        s.push_str(&format!(
+            "[[link]]\nname = \"{name}\"\nfrom = \"{from}\"\nto = \"{to}\"\nrate = \"{rate}\"\n\
+             delay = \"{delay}\"\nqueue = {{ limit_packets = {limit} }}\n"
+        ));
+    }
     for i in 0..flows {
         s.push_str(&format!(
             "[[flow]]\nname = \"f{i}\"\nfrom = \"src\"\nto = \"dst\"\nstart = \"{}ms\"\napp = {{ kind = \"bulk\" }}\n",
