@@ -1,6 +1,8 @@
 //! `satpep`: the command-line entry point. Thin: parses arguments and calls the layers below.
 
 mod bench;
+mod emu_cmd;
+mod model_cmd;
 mod sim_cmd;
 
 use std::path::PathBuf;
@@ -25,6 +27,11 @@ enum Command {
         /// Results directory written by `satpep sim`.
         dir: PathBuf,
     },
+    /// Emulate a scenario in real time: real programs in network namespaces, joined through
+    /// TUN devices by the scenario's links (needs root).
+    Emu(emu_cmd::EmuArgs),
+    /// Analytic models (no simulation), e.g. `satpep model dama` for DVB-RCS DAMA (eqs. 3–5).
+    Model(model_cmd::ModelArgs),
     /// Measure simulator speed: events/s and simulated seconds per wall second.
     Bench(bench::BenchArgs),
 }
@@ -46,5 +53,7 @@ fn main() -> ExitCode {
             }
         },
         Command::Bench(args) => bench::run(args),
+        Command::Emu(args) => emu_cmd::run(args),
+        Command::Model(args) => model_cmd::run(args),
     }
 }

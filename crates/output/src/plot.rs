@@ -136,6 +136,37 @@ pub fn plot_dir(dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     Ok(written)
 }
 
+/// One PNG line chart from series computed elsewhere (experiment scripts: a paper's figure
+/// beside ours). `categories`, when given, labels x = 0, 1, 2, … (e.g. packet error rates);
+/// `markers` draws a dot at every point.
+pub fn line_chart_png(
+    png: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    categories: Option<Vec<String>>,
+    markers: bool,
+    series: Vec<(String, Vec<(f64, f64)>)>,
+) -> Result<(), PlotError> {
+    register_embedded_font();
+    let mut chart = Chart::new("", title, x_label, y_label.to_string()).with_series(
+        series
+            .into_iter()
+            .enumerate()
+            .map(|(i, (name, points))| Series {
+                name,
+                colour: i,
+                dashed: false,
+                points,
+            })
+            .collect(),
+    );
+    chart.markers = markers;
+    chart.categories = categories;
+    let root = BitMapBackend::new(png, SIZE).into_drawing_area();
+    chart.draw(root).map_err(|e| draw_error(png, e))
+}
+
 /// Makes "sans-serif" mean the embedded DejaVu Sans. Registration is process-wide; doing it
 /// once is enough, and a font that fails to parse (it cannot: the bytes are fixed) would only
 /// make text invisible, so the result is not an error path.

@@ -13,14 +13,25 @@
 //! [`tcp`] (endpoint model) and [`link`] (rate, delay, queue, errors) → [`middlebox`] (mechanisms
 //! in a router's forwarding path).
 
+pub mod ack;
+pub mod dama;
+pub mod dupack_delay;
 pub mod link;
 pub mod middlebox;
 pub mod node;
+pub mod pep;
 pub mod rand;
+pub mod snoop;
+pub mod supercharger;
 pub mod tcp;
+pub mod tunnel;
 pub mod time;
 pub mod units;
+pub mod vj;
 pub mod wire;
+
+#[cfg(test)]
+mod testnet;
 
 pub use node::{Node, Packet, PortId, Transmit};
 pub use time::{Bitrate, Duration, Instant};

@@ -21,6 +21,25 @@ use crate::{Instant, Node, Packet, PortId, Transmit};
 pub enum MiddleboxConfig {
     /// Forwards every packet unchanged, at once: the identity, for checking the hook itself.
     PassThrough,
+    /// TCP-SuperCharger (Lee, Yum & Wan): forecasts the receiver's buffer and advertises a
+    /// virtual window to the sender; see [`crate::supercharger`].
+    Supercharger(crate::supercharger::SuperChargerConfig),
+    /// Split-TCP relay: terminates the opener's connection and carries the data on a second one;
+    /// see [`crate::pep::SplitRelay`].
+    SplitTcp(crate::pep::SplitConfig),
+    /// Snoop: caches data toward the satellite side and retransmits locally; see
+    /// [`crate::snoop`].
+    Snoop(crate::snoop::SnoopConfig),
+    /// Delayed duplicate ACKs at the receiver side; see [`crate::dupack_delay`].
+    DupackDelay(crate::dupack_delay::DupAckDelayConfig),
+    /// TCP spoofing as in the DirecPC hybrid gateway (connection control blocks); see
+    /// [`crate::pep::spoof`].
+    Spoof(crate::pep::SpoofConfig),
+    /// IP-in-IP tunnel endpoint with port-based path selection; see [`crate::tunnel`].
+    IpipTunnel(crate::tunnel::TunnelConfig),
+    /// Stateless ACK expander with optional ACK spacing (Samaraweera 1999 §6–7), at the hub;
+    /// see [`crate::ack::AckExpander`].
+    AckExpander(crate::ack::AckExpanderConfig),
 }
 
 impl MiddleboxConfig {
@@ -28,6 +47,13 @@ impl MiddleboxConfig {
     pub fn validate(&self) -> Result<(), String> {
         match self {
             Self::PassThrough => Ok(()),
+            Self::Supercharger(c) => c.validate(),
+            Self::SplitTcp(c) => c.validate(),
+            Self::Snoop(c) => c.validate(),
+            Self::DupackDelay(c) => c.validate(),
+            Self::Spoof(c) => c.validate(),
+            Self::IpipTunnel(c) => c.validate(),
+            Self::AckExpander(c) => c.validate(),
         }
     }
 }
@@ -38,6 +64,20 @@ impl MiddleboxConfig {
 pub enum Middlebox {
     /// See [`MiddleboxConfig::PassThrough`].
     PassThrough(PassThrough),
+    /// See [`MiddleboxConfig::Supercharger`].
+    Supercharger(Box<crate::supercharger::SuperCharger>),
+    /// See [`MiddleboxConfig::SplitTcp`].
+    SplitTcp(Box<crate::pep::SplitRelay>),
+    /// See [`MiddleboxConfig::Snoop`].
+    Snoop(Box<crate::snoop::Snoop>),
+    /// See [`MiddleboxConfig::DupackDelay`].
+    DupackDelay(Box<crate::dupack_delay::DupAckDelay>),
+    /// See [`MiddleboxConfig::Spoof`].
+    Spoof(Box<crate::pep::SpoofGateway>),
+    /// See [`MiddleboxConfig::IpipTunnel`].
+    IpipTunnel(Box<crate::tunnel::Tunnel>),
+    /// See [`MiddleboxConfig::AckExpander`].
+    AckExpander(Box<crate::ack::AckExpander>),
 }
 
 impl Middlebox {
@@ -45,6 +85,25 @@ impl Middlebox {
     pub fn new(config: &MiddleboxConfig, _rng: Rng) -> Self {
         match config {
             MiddleboxConfig::PassThrough => Self::PassThrough(PassThrough::default()),
+            MiddleboxConfig::Supercharger(c) => {
+                Self::Supercharger(Box::new(crate::supercharger::SuperCharger::new(c.clone())))
+            }
+            MiddleboxConfig::SplitTcp(c) => {
+                Self::SplitTcp(Box::new(crate::pep::SplitRelay::new(c.clone())))
+            }
+            MiddleboxConfig::Snoop(c) => Self::Snoop(Box::new(crate::snoop::Snoop::new(c.clone()))),
+            MiddleboxConfig::DupackDelay(c) => {
+                Self::DupackDelay(Box::new(crate::dupack_delay::DupAckDelay::new(c.clone())))
+            }
+            MiddleboxConfig::Spoof(c) => {
+                Self::Spoof(Box::new(crate::pep::SpoofGateway::new(c.clone())))
+            }
+            MiddleboxConfig::IpipTunnel(c) => {
+                Self::IpipTunnel(Box::new(crate::tunnel::Tunnel::new(c.clone())))
+            }
+            MiddleboxConfig::AckExpander(c) => {
+                Self::AckExpander(Box::new(crate::ack::AckExpander::new(c)))
+            }
         }
     }
 }
@@ -53,21 +112,49 @@ impl Node for Middlebox {
     fn handle_packet(&mut self, now: Instant, port: PortId, pkt: Packet) {
         match self {
             Self::PassThrough(m) => m.handle_packet(now, port, pkt),
+            Self::Supercharger(m) => m.handle_packet(now, port, pkt),
+            Self::SplitTcp(m) => m.handle_packet(now, port, pkt),
+            Self::Snoop(m) => m.handle_packet(now, port, pkt),
+            Self::DupackDelay(m) => m.handle_packet(now, port, pkt),
+            Self::Spoof(m) => m.handle_packet(now, port, pkt),
+            Self::IpipTunnel(m) => m.handle_packet(now, port, pkt),
+            Self::AckExpander(m) => m.handle_packet(now, port, pkt),
         }
     }
     fn handle_timeout(&mut self, now: Instant) {
         match self {
             Self::PassThrough(m) => m.handle_timeout(now),
+            Self::Supercharger(m) => m.handle_timeout(now),
+            Self::SplitTcp(m) => m.handle_timeout(now),
+            Self::Snoop(m) => m.handle_timeout(now),
+            Self::DupackDelay(m) => m.handle_timeout(now),
+            Self::Spoof(m) => m.handle_timeout(now),
+            Self::IpipTunnel(m) => m.handle_timeout(now),
+            Self::AckExpander(m) => m.handle_timeout(now),
         }
     }
     fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         match self {
             Self::PassThrough(m) => m.poll_transmit(now),
+            Self::Supercharger(m) => m.poll_transmit(now),
+            Self::SplitTcp(m) => m.poll_transmit(now),
+            Self::Snoop(m) => m.poll_transmit(now),
+            Self::DupackDelay(m) => m.poll_transmit(now),
+            Self::Spoof(m) => m.poll_transmit(now),
+            Self::IpipTunnel(m) => m.poll_transmit(now),
+            Self::AckExpander(m) => m.poll_transmit(now),
         }
     }
     fn poll_timeout(&self) -> Option<Instant> {
         match self {
             Self::PassThrough(m) => m.poll_timeout(),
+            Self::Supercharger(m) => m.poll_timeout(),
+            Self::SplitTcp(m) => m.poll_timeout(),
+            Self::Snoop(m) => m.poll_timeout(),
+            Self::DupackDelay(m) => m.poll_timeout(),
+            Self::Spoof(m) => m.poll_timeout(),
+            Self::IpipTunnel(m) => m.poll_timeout(),
+            Self::AckExpander(m) => m.poll_timeout(),
         }
     }
 }

@@ -21,6 +21,8 @@ use crate::keys::{join, join_index, KeyPath, Seg, Sources};
 use crate::routes::{self, TraceError};
 use crate::spec::{AppSpec, FlowSpec, LinkSpec, NodeKind, NodeSpec, OutputSpec, Scenario};
 
+mod dama;
+
 type Result<T, E = ScenarioError> = std::result::Result<T, E>;
 
 /// An error whose path is relative to some table; the caller decides the prefix.
@@ -36,6 +38,7 @@ const ROOT_KEYS: &[&str] = &[
     "link",
     "route",
     "flow",
+    "dama",
     "output",
     "sweep",
 ];
@@ -80,7 +83,8 @@ impl Builder<'_, '_> {
             .unwrap_or(true);
         let default_tcp = self.default_tcp()?;
         let nodes = self.nodes()?;
-        let links = self.links(&nodes)?;
+        let mut links = self.links(&nodes)?;
+        let dama = self.dama(&nodes, &mut links)?;
         let routes = self.routes(&nodes, &links)?;
         let flows = self.flows(&nodes, &links, &routes, &default_tcp, duration)?;
         let output = self.output(&links)?;
@@ -92,6 +96,7 @@ impl Builder<'_, '_> {
             nodes,
             links,
             flows,
+            dama,
             output,
             routes,
         })

@@ -22,7 +22,9 @@ use std::path::Path;
 use toml::{Table, Value};
 
 pub use error::{Diagnostic, ScenarioError};
-pub use spec::{AppSpec, FlowSpec, LinkSpec, NodeKind, NodeSpec, OutputSpec, Scenario, SweepPoint};
+pub use spec::{
+    AppSpec, DamaSpec, FlowSpec, LinkSpec, NodeKind, NodeSpec, OutputSpec, Scenario, SweepPoint,
+};
 
 use keys::{KeyPath, Seg, Setter, Sources};
 

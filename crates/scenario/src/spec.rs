@@ -6,6 +6,7 @@
 
 use std::net::Ipv4Addr;
 
+use satpep_proto::dama::DamaConfig;
 use satpep_proto::link::LinkConfig;
 use satpep_proto::middlebox::MiddleboxConfig;
 use satpep_proto::tcp::TcpConfig;
@@ -30,6 +31,8 @@ pub struct Scenario {
     pub links: Vec<LinkSpec>,
     /// TCP flows, in file order.
     pub flows: Vec<FlowSpec>,
+    /// DVB-RCS return links with DAMA (`[[dama]]`), in file order.
+    pub dama: Vec<DamaSpec>,
     /// What to record.
     pub output: OutputSpec,
     /// For each node, the outgoing link index toward each destination node:
@@ -74,6 +77,27 @@ pub struct LinkSpec {
     pub to: usize,
     /// Rate, delay, queue and error model.
     pub config: LinkConfig,
+}
+
+/// One DVB-RCS return link with DAMA: an MF-TDMA carrier shared by `terminals`, toward
+/// `gateway`.
+///
+/// The loader gives every terminal a return interface: a [`LinkSpec`] named
+/// `<dama name>.<terminal name>` from the terminal to the gateway (rate = carrier, delay =
+/// `config.delay`), appended after the `[[link]]`s, so routes and `[[route]]` work as for any
+/// link; the simulator sends what enters those links through one shared DAMA node instead.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DamaSpec {
+    /// Unique name (among DAMA links).
+    pub name: String,
+    /// Index of the gateway node (where the NCC is and the carrier ends).
+    pub gateway: usize,
+    /// Indices of the terminal nodes; terminal i is the DAMA node's input port i.
+    pub terminals: Vec<usize>,
+    /// `links[i]`: index of terminal i's return interface in `Scenario::links`.
+    pub links: Vec<usize>,
+    /// Frame structure, delays, terminal settings and NCC choices.
+    pub config: DamaConfig,
 }
 
 /// One TCP connection and the application on it.
@@ -190,17 +214,43 @@ impl Scenario {
             Value::Table(e)
         });
         t.insert("node".into(), Value::Array(nodes.collect()));
-        let links = self.links.iter().map(|l| {
-            let mut e = Table::new();
-            e.insert("name".into(), l.name.clone().into());
-            e.insert("from".into(), node_name(l.from));
-            e.insert("to".into(), node_name(l.to));
-            if let Value::Table(cfg) = to_value(&l.config) {
-                e.extend(cfg);
-            }
-            Value::Table(e)
-        });
+        let generated: Vec<usize> = self
+            .dama
+            .iter()
+            .flat_map(|d| d.links.iter().copied())
+            .collect();
+        let links = self
+            .links
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !generated.contains(i))
+            .map(|(_, l)| {
+                let mut e = Table::new();
+                e.insert("name".into(), l.name.clone().into());
+                e.insert("from".into(), node_name(l.from));
+                e.insert("to".into(), node_name(l.to));
+                if let Value::Table(cfg) = to_value(&l.config) {
+                    e.extend(cfg);
+                }
+                Value::Table(e)
+            });
         t.insert("link".into(), Value::Array(links.collect()));
+        if !self.dama.is_empty() {
+            let dama = self.dama.iter().map(|d| {
+                let mut e = Table::new();
+                e.insert("name".into(), d.name.clone().into());
+                e.insert("gateway".into(), node_name(d.gateway));
+                e.insert(
+                    "terminals".into(),
+                    Value::Array(d.terminals.iter().map(|&n| node_name(n)).collect()),
+                );
+                if let Value::Table(cfg) = to_value(&d.config) {
+                    e.extend(cfg);
+                }
+                Value::Table(e)
+            });
+            t.insert("dama".into(), Value::Array(dama.collect()));
+        }
         let auto = crate::routes::shortest(self.nodes.len(), &self.links);
         let mut routes = Vec::new();
         for (n, row) in self.routes.iter().enumerate() {

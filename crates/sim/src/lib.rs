@@ -4,7 +4,9 @@
 //! elements of `satpep-proto` in virtual time. Same scenario and seed give byte-identical outputs.
 
 pub mod apps;
+mod dama_out;
 pub mod engine;
+pub mod experiments;
 pub mod host;
 pub mod router;
 mod world;

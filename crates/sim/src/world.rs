@@ -6,7 +6,8 @@ use std::path::Path;
 use satpep_output::{
     FlowSample, FlowSummary, LinkSample, LinkSummary, PcapTrace, SeriesWriter, Summary,
 };
-use satpep_proto::link::Link;
+use satpep_proto::dama::DamaLink;
+use satpep_proto::link::{Link, LinkStats};
 use satpep_proto::middlebox::Middlebox;
 use satpep_proto::rand::Rng;
 use satpep_proto::tcp::TcpEndpoint;
@@ -24,6 +25,8 @@ enum SimNode {
     Host(Host),
     Router(Router),
     Link(Link),
+    /// A DVB-RCS return link shared by several terminals (`[[dama]]`).
+    Dama(DamaLink),
 }
 
 impl Node for SimNode {
@@ -32,6 +35,7 @@ impl Node for SimNode {
             Self::Host(n) => n.handle_packet(now, port, pkt),
             Self::Router(n) => n.handle_packet(now, port, pkt),
             Self::Link(n) => n.handle_packet(now, port, pkt),
+            Self::Dama(n) => n.handle_packet(now, port, pkt),
         }
     }
     fn handle_timeout(&mut self, now: Instant) {
@@ -39,6 +43,7 @@ impl Node for SimNode {
             Self::Host(n) => n.handle_timeout(now),
             Self::Router(n) => n.handle_timeout(now),
             Self::Link(n) => n.handle_timeout(now),
+            Self::Dama(n) => n.handle_timeout(now),
         }
     }
     fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
@@ -46,6 +51,7 @@ impl Node for SimNode {
             Self::Host(n) => n.poll_transmit(now),
             Self::Router(n) => n.poll_transmit(now),
             Self::Link(n) => n.poll_transmit(now),
+            Self::Dama(n) => n.poll_transmit(now),
         }
     }
     fn poll_timeout(&self) -> Option<Instant> {
@@ -53,6 +59,7 @@ impl Node for SimNode {
             Self::Host(n) => n.poll_timeout(),
             Self::Router(n) => n.poll_timeout(),
             Self::Link(n) => n.poll_timeout(),
+            Self::Dama(n) => n.poll_timeout(),
         }
     }
 }
@@ -67,6 +74,7 @@ struct FlowLoc {
 /// Files a run writes while it runs.
 pub struct Outputs {
     series: Option<SeriesWriter>,
+    dama: Option<crate::dama_out::DamaWriter>,
     pcap: Option<PcapTrace>,
     pcap_links: Vec<bool>,
 }
@@ -79,6 +87,11 @@ impl Outputs {
             let flows = scenario.flows.iter().map(|f| f.name.clone()).collect();
             let links = scenario.links.iter().map(|l| l.name.clone()).collect();
             Some(SeriesWriter::create(dir, flows, links)?)
+        } else {
+            None
+        };
+        let dama = if scenario.output.series {
+            crate::dama_out::DamaWriter::create(dir, scenario)?
         } else {
             None
         };
@@ -95,6 +108,7 @@ impl Outputs {
         };
         Ok(Self {
             series,
+            dama,
             pcap,
             pcap_links,
         })
@@ -137,6 +151,12 @@ pub struct Simulation {
     host_done: Vec<usize>,
     data_packets: u64,
     io_error: Option<io::Error>,
+    /// Node id of each `[[dama]]` group.
+    dama_nodes: Vec<NodeId>,
+    /// For each scenario link: `Some((group, terminal))` when it is a DAMA return interface.
+    dama_of_link: Vec<Option<(usize, usize)>>,
+    /// Last (latest RTT sample, SRTT) written to `rtt.csv` per flow.
+    last_rtt: Vec<Option<(Duration, Duration)>>,
 }
 
 impl Simulation {
@@ -162,7 +182,37 @@ impl Simulation {
         let mut link_node = Vec::new();
         let mut in_ports = vec![0u16; n_nodes];
         let mut link_port = Vec::new();
-        for l in &scenario.links {
+        // DAMA return interfaces: link index → (DAMA group, terminal port).
+        let mut dama_of_link = vec![None; scenario.links.len()];
+        for (g, d) in scenario.dama.iter().enumerate() {
+            for (k, &l) in d.links.iter().enumerate() {
+                if let Some(slot) = dama_of_link.get_mut(l) {
+                    *slot = Some((g, k));
+                }
+            }
+        }
+        let mut dama_node: Vec<Option<NodeId>> = vec![None; scenario.dama.len()];
+        for (li, l) in scenario.links.iter().enumerate() {
+            if let Some((g, k)) = dama_of_link[li] {
+                // All of a group's terminals feed one shared node, created at its first link.
+                let id = *dama_node[g].get_or_insert_with(|| {
+                    let d = &scenario.dama[g];
+                    let id = nodes.len();
+                    let rng = Rng::for_component(scenario.seed, &format!("dama:{}", d.name));
+                    let mut link = DamaLink::new(&d.config, d.terminals.len(), rng);
+                    // Records are kept only for a run that writes them (`set_outputs`).
+                    link.set_recording(false);
+                    nodes.push(SimNode::Dama(link));
+                    wires.push(vec![(d.gateway, PortId(in_ports[d.gateway]))]);
+                    in_ports[d.gateway] += 1;
+                    id
+                });
+                let port = PortId(wires[l.from].len() as u16);
+                wires[l.from].push((id, PortId(k as u16)));
+                link_node.push(id);
+                link_port.push(port);
+                continue;
+            }
             let id = nodes.len();
             let rng = Rng::for_component(scenario.seed, &format!("link:{}", l.name));
             nodes.push(SimNode::Link(Link::new(&l.config, rng)));
@@ -177,7 +227,9 @@ impl Simulation {
         }
         let mut link_index = vec![None; nodes.len()];
         for (i, &id) in link_node.iter().enumerate() {
-            link_index[id] = Some(i);
+            if dama_of_link[i].is_none() {
+                link_index[id] = Some(i);
+            }
         }
         // Static routes: at node n, traffic for node d leaves on link routes[n][d].
         for (n, row) in scenario.routes.iter().enumerate() {
@@ -187,7 +239,7 @@ impl Simulation {
                 match &mut nodes[n] {
                     SimNode::Host(h) => h.add_route(dst, link_port[l]),
                     SimNode::Router(r) => r.add_route(dst, link_port[l]),
-                    SimNode::Link(_) => {}
+                    SimNode::Link(_) | SimNode::Dama(_) => {}
                 }
             }
         }
@@ -251,6 +303,9 @@ impl Simulation {
             outputs: None,
             done_flows: 0,
             host_done: vec![0; n_total],
+            dama_nodes: dama_node.into_iter().flatten().collect(),
+            dama_of_link,
+            last_rtt: vec![None; scenario.flows.len()],
             data_packets: 0,
             io_error: None,
         }
@@ -258,6 +313,12 @@ impl Simulation {
 
     /// Write time series and pcap while running.
     pub fn set_outputs(&mut self, outputs: Outputs) {
+        let record = outputs.dama.is_some();
+        for (g, &id) in self.dama_nodes.iter().enumerate() {
+            if let SimNode::Dama(d) = &mut self.nodes[id] {
+                d.set_recording(record && self.scenario.dama[g].config.record);
+            }
+        }
         self.outputs = Some(outputs);
     }
 
@@ -364,6 +425,38 @@ impl Simulation {
         );
     }
 
+    /// Append the DAMA superframe records and new RTT samples to `dama.csv` / `rtt.csv`.
+    fn write_dama_and_rtt(&mut self, now: Instant) {
+        let Some(w) = self.outputs.as_mut().and_then(|o| o.dama.as_mut()) else {
+            return;
+        };
+        for (g, &id) in self.dama_nodes.iter().enumerate() {
+            if let SimNode::Dama(d) = &mut self.nodes[id] {
+                for r in d.drain_records() {
+                    if let Err(e) = w.write_superframe(g, &r) {
+                        self.io_error.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        for i in 0..self.flows.len() {
+            let ep = &self.conn(self.flows[i].opener).ep;
+            let (Some(latest), Some(srtt)) = (ep.rtt().latest(), ep.rtt().srtt()) else {
+                continue;
+            };
+            if self.last_rtt[i] == Some((latest, srtt)) {
+                continue;
+            }
+            self.last_rtt[i] = Some((latest, srtt));
+            let Some(w) = self.outputs.as_mut().and_then(|o| o.dama.as_mut()) else {
+                return;
+            };
+            if let Err(e) = w.write_rtt(now, i, latest, srtt) {
+                self.io_error.get_or_insert(e);
+            }
+        }
+    }
+
     fn conn(&self, (node, i): (NodeId, usize)) -> &crate::host::Conn {
         match &self.nodes[node] {
             SimNode::Host(h) => &h.conns()[i],
@@ -387,11 +480,46 @@ impl Simulation {
         self.conn(self.flows[i].opener).done_at
     }
 
-    /// Scenario link `i`.
+    /// Scenario link `i`. Panics for a DAMA return interface (see [`Self::dama`]).
     pub fn link(&self, i: usize) -> &Link {
         match &self.nodes[self.link_node[i]] {
             SimNode::Link(l) => l,
-            _ => unreachable!("link_node holds link ids"),
+            _ => panic!("link {i} is a DAMA return interface; use Simulation::dama"),
+        }
+    }
+
+    /// The middlebox of scenario node `i`, when it is a router with one (to sample a gateway's
+    /// buffer or a relay's windows while a run goes on).
+    pub fn middlebox(&self, i: usize) -> Option<&satpep_proto::middlebox::Middlebox> {
+        match self.nodes.get(i)? {
+            SimNode::Router(r) => r.middlebox(),
+            _ => None,
+        }
+    }
+
+    /// The shared return link of `[[dama]]` group `g`.
+    pub fn dama(&self, g: usize) -> Option<&DamaLink> {
+        match self.nodes.get(*self.dama_nodes.get(g)?)? {
+            SimNode::Dama(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// Counters, current queue (packets, bytes) of scenario link `i`, whether a plain link or
+    /// a terminal's DAMA return interface; time-weighted counters brought up to `now`.
+    fn link_view(&self, i: usize, now: Instant) -> (LinkStats, u64, u64) {
+        match (&self.nodes[self.link_node[i]], self.dama_of_link[i]) {
+            (SimNode::Dama(d), Some((_, k))) => (
+                d.link_stats_at(k, now),
+                d.queue_len_packets(k) as u64,
+                d.queue_len_bytes(k),
+            ),
+            (SimNode::Link(l), _) => (
+                l.stats_at(now),
+                l.queue_len_packets() as u64,
+                l.queue_len_bytes(),
+            ),
+            _ => (LinkStats::default(), 0, 0),
         }
     }
 
@@ -427,10 +555,9 @@ impl Simulation {
         }
         let interval = self.scenario.output.interval.as_secs_f64();
         let mut links = Vec::with_capacity(self.link_node.len());
+        self.write_dama_and_rtt(now);
         for i in 0..self.link_node.len() {
-            let l = self.link(i);
-            let st = l.stats();
-            let (qp, qb) = (l.queue_len_packets() as u64, l.queue_len_bytes());
+            let (st, qp, qb) = self.link_view(i, now);
             let bytes = st.delivered_bytes;
             let tput = (bytes - self.last_link_bytes[i]) as f64 * 8.0 / interval;
             self.last_link_bytes[i] = bytes;
@@ -503,22 +630,21 @@ impl Simulation {
             .iter()
             .enumerate()
             .map(|(i, l)| {
-                let link = self.link(i);
-                let st = link.stats_at(now);
+                let (st, _, _) = self.link_view(i, now);
                 LinkSummary {
                     name: l.name.clone(),
                     from: name(l.from),
                     to: name(l.to),
                     rate_bps: l.config.rate.bps(),
                     delay_ms: l.config.delay.as_secs_f64() * 1e3,
-                    utilisation: link.utilisation(now),
+                    utilisation: st.utilisation(now),
                     delivered_packets: st.delivered_packets,
                     delivered_bytes: st.delivered_bytes,
                     queue_drops: st.queue_drops,
                     error_drops: st.error_drops,
-                    mean_queue_packets: link.mean_queue_packets(now),
+                    mean_queue_packets: st.mean_queue_packets(now),
                     max_queue_packets: st.max_queue_packets,
-                    mean_queue_bytes: link.mean_queue_bytes(now),
+                    mean_queue_bytes: st.mean_queue_bytes(now),
                 }
             })
             .collect();
@@ -538,6 +664,9 @@ impl Simulation {
         if let Some(out) = self.outputs.take() {
             if let Some(s) = out.series {
                 s.finish()?;
+            }
+            if let Some(d) = out.dama {
+                d.finish()?;
             }
             if let Some(mut p) = out.pcap {
                 p.flush()?;

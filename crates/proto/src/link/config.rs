@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ack::AckQueueConfig;
 use crate::time::{Bitrate, Duration};
 use crate::units::ByteSize;
 
@@ -19,6 +20,26 @@ pub struct LinkConfig {
     pub queue: QueueConfig,
     /// Error model applied to each packet after serialisation. Default: none.
     pub error: ErrorModelConfig,
+    /// Header compression applied by this link (RFC 1144): the link serialises the compressed
+    /// size and delivers the original header. Default: `"none"`.
+    pub compression: Compression,
+    /// Channel released after an idle time and set up again on demand (the WINDS anomaly of
+    /// Lee, Yum & Wan §5; see [`ChannelReleaseConfig`](super::ChannelReleaseConfig)). Default: none
+    /// (always up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_release: Option<super::channel::ChannelReleaseConfig>,
+}
+
+/// Header compression on a link.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Compression {
+    /// Headers go as they are.
+    #[default]
+    None,
+    /// Van Jacobson TCP/IP header compression (RFC 1144), 16 slots, SLIP-style type bits.
+    Vj,
 }
 
 impl Default for LinkConfig {
@@ -28,6 +49,8 @@ impl Default for LinkConfig {
             delay: Duration::from_millis(250),
             queue: QueueConfig::default(),
             error: ErrorModelConfig::None,
+            compression: Compression::None,
+            channel_release: None,
         }
     }
 }
@@ -40,6 +63,12 @@ pub enum QueueKind {
     /// First in, first out; arrivals beyond the limit are dropped.
     #[default]
     DropTail,
+    /// Drop-tail plus ACK suppression (Samaraweera 1999 §5); settings in `ack`.
+    AckSuppression,
+    /// Drop-tail plus ACK filtering (ns-2 semantic queue, RFC 3449 §5.2.1); settings in `ack`.
+    AckFiltering,
+    /// Drop-tail plus ACK compaction (Samaraweera 1999 §6); settings in `ack`, tunnel required.
+    AckCompaction,
 }
 
 /// Queue settings. When both limits are given, a packet is dropped when either would be exceeded.
@@ -59,6 +88,9 @@ pub struct QueueConfig {
     /// Maximum bytes waiting (not counting the packet being serialised); a packet longer than
     /// this is always dropped. Default: no byte limit.
     pub limit_bytes: Option<ByteSize>,
+    /// Settings of the `ack_*` kinds (water marks, filtering options, tunnel addresses).
+    /// Default: [`AckQueueConfig::default`].
+    pub ack: AckQueueConfig,
 }
 
 impl Default for QueueConfig {
@@ -67,6 +99,7 @@ impl Default for QueueConfig {
             kind: QueueKind::DropTail,
             limit_packets: Some(100),
             limit_bytes: None,
+            ack: AckQueueConfig::default(),
         }
     }
 }
@@ -79,6 +112,8 @@ struct QueueConfigToml {
     kind: QueueKind,
     limit_packets: Option<u32>,
     limit_bytes: Option<ByteSize>,
+    #[serde(default)]
+    ack: AckQueueConfig,
 }
 
 impl From<QueueConfigToml> for QueueConfig {
@@ -86,6 +121,7 @@ impl From<QueueConfigToml> for QueueConfig {
         if raw.limit_packets.is_none() && raw.limit_bytes.is_none() {
             return Self {
                 kind: raw.kind,
+                ack: raw.ack,
                 ..Self::default()
             };
         }
@@ -93,6 +129,7 @@ impl From<QueueConfigToml> for QueueConfig {
             kind: raw.kind,
             limit_packets: raw.limit_packets,
             limit_bytes: raw.limit_bytes,
+            ack: raw.ack,
         }
     }
 }
@@ -154,6 +191,9 @@ impl LinkConfig {
         if self.rate.bps() == 0 {
             return Err("rate: must be greater than 0 (e.g. \"10Mbps\")".to_owned());
         }
+        if let Some(c) = &self.channel_release {
+            c.validate().map_err(|e| format!("channel_release.{e}"))?;
+        }
         self.queue.validate().map_err(|e| format!("queue.{e}"))?;
         self.error.validate().map_err(|e| format!("error.{e}"))
     }
@@ -174,6 +214,23 @@ impl QueueConfig {
                         could grow without limit"
                     .to_owned(),
             );
+        }
+        let ack = &self.ack;
+        if self.kind == QueueKind::AckCompaction
+            && (ack.tunnel_src.is_none() || ack.tunnel_dst.is_none())
+        {
+            return Err(
+                "ack.tunnel_src: ack_compaction needs tunnel_src (the terminal) and \
+                        tunnel_dst (the expander), e.g. tunnel_src = \"10.0.3.1\""
+                    .to_owned(),
+            );
+        }
+        if matches!(
+            self.kind,
+            QueueKind::AckSuppression | QueueKind::AckCompaction
+        ) && ack.high_water == 0
+        {
+            return Err("ack.high_water: must be at least 1 (the paper uses 60)".to_owned());
         }
         Ok(())
     }

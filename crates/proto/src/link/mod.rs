@@ -13,6 +13,7 @@
 //! (put their overhead in the rate), no retransmission at the link layer, and a constant
 //! propagation delay (no orbit motion, no jitter), so packets never overtake each other.
 
+mod channel;
 mod config;
 mod drop_tail;
 mod error_model;
@@ -20,7 +21,8 @@ mod p2p;
 mod queue;
 mod stats;
 
-pub use config::{ErrorModelConfig, LinkConfig, QueueConfig, QueueKind};
+pub use channel::ChannelReleaseConfig;
+pub use config::{Compression, ErrorModelConfig, LinkConfig, QueueConfig, QueueKind};
 pub use drop_tail::DropTail;
 pub use error_model::{ber_loss_probability, ErrorModel};
 pub use p2p::Link;

@@ -15,7 +15,7 @@
 
 use std::collections::VecDeque;
 
-use super::config::LinkConfig;
+use super::config::{Compression, LinkConfig};
 use super::error_model::ErrorModel;
 use super::queue::{AnyQueue, QueueDisc, QueuedPacket};
 use super::stats::LinkStats;
@@ -51,6 +51,20 @@ pub struct Link {
     /// Instant up to which the queue integrals in `stats` are summed.
     queue_since: Instant,
     stats: LinkStats,
+    /// RFC 1144 header compression, when configured (see [`Vj`]).
+    vj: Option<Vj>,
+    /// Channel release after idle time, when configured (see [`super::channel`]).
+    channel: Option<super::channel::Channel>,
+}
+
+/// Header compression on the link: the compressor runs when a packet starts serialisation (as a
+/// SLIP driver compresses at dequeue), so the serialiser and the error model see the compressed
+/// size; the decompressor runs when serialisation completes, in order, and hears of every
+/// corrupted packet (RFC 1144 §4: the framing layer reports the error).
+#[derive(Clone, Debug)]
+struct Vj {
+    compressor: crate::vj::Compressor,
+    decompressor: crate::vj::Decompressor,
 }
 
 /// The packet on the serialiser.
@@ -67,6 +81,8 @@ struct Serialising {
 struct InFlight {
     due: Instant,
     pkt: Packet,
+    /// Bytes it occupied on the link (the compressed size under header compression).
+    wire_len: u64,
 }
 
 impl Link {
@@ -85,6 +101,14 @@ impl Link {
             delay_line: VecDeque::new(),
             queue_since: Instant::ZERO,
             stats: LinkStats::default(),
+            channel: config.channel_release.map(super::channel::Channel::new),
+            vj: match config.compression {
+                Compression::None => None,
+                Compression::Vj => Some(Vj {
+                    compressor: crate::vj::Compressor::new(crate::vj::DEFAULT_SLOTS),
+                    decompressor: crate::vj::Decompressor::new(crate::vj::DEFAULT_SLOTS),
+                }),
+            },
         }
     }
 
@@ -111,14 +135,17 @@ impl Link {
     /// time up to the last completed packet). For figures over a run, use
     /// [`stats_at`](Self::stats_at).
     pub fn stats(&self) -> LinkStats {
-        self.stats
+        LinkStats {
+            removed: self.queue.removed(),
+            ..self.stats
+        }
     }
 
     /// Counters with the time-weighted ones (queue integrals, busy time) brought up to `now`.
     ///
     /// Exact when the driver has handled every event before `now` (the [`Node`] contract).
     pub fn stats_at(&self, now: Instant) -> LinkStats {
-        let mut s = self.stats;
+        let mut s = self.stats();
         let dt = u128::from(now.saturating_since(self.queue_since).as_nanos());
         s.queue_packet_ns += self.queue.len_packets() as u128 * dt;
         s.queue_byte_ns += u128::from(self.queue.len_bytes()) * dt;
@@ -169,6 +196,11 @@ impl Link {
         self.rate
     }
 
+    /// Channel setups so far (links with `channel_release` only; 0 otherwise).
+    pub fn channel_setups(&self) -> u64 {
+        self.channel.as_ref().map_or(0, |c| c.setups())
+    }
+
     /// The propagation delay.
     pub fn delay(&self) -> Duration {
         self.delay
@@ -183,16 +215,38 @@ impl Link {
     /// scheduled instant.
     #[inline]
     fn advance(&mut self, now: Instant) {
+        // A channel setup that has completed lets the head of the queue go at that instant.
+        if let Some(u) = self.channel.as_ref().and_then(|c| c.ready_at()) {
+            if u <= now && self.serialising.is_none() {
+                self.start_next(u);
+            }
+        }
         while let Some(done) = self.serialising.take_if(|s| s.finish <= now) {
             let t = done.finish;
             self.stats.busy_ns += t.saturating_since(done.start).as_nanos();
-            let QueuedPacket { pkt, arrival, .. } = done.entry;
-            if self.errors.is_corrupted(arrival, pkt.wire_len()) {
+            if let Some(c) = &mut self.channel {
+                c.on_finish(t);
+            }
+            let QueuedPacket {
+                mut pkt, arrival, ..
+            } = done.entry;
+            let wire_len = pkt.wire_len();
+            if self.errors.is_corrupted(arrival, wire_len) {
                 self.stats.error_drops += 1;
+                if let Some(vj) = &mut self.vj {
+                    vj.decompressor.on_line_error();
+                }
+            } else if self
+                .vj
+                .as_mut()
+                .is_some_and(|vj| vj.decompressor.decompress_packet(&mut pkt).is_err())
+            {
+                self.stats.compression_drops += 1;
             } else {
                 self.delay_line.push_back(InFlight {
                     due: t + self.delay,
                     pkt,
+                    wire_len,
                 });
             }
             self.start_next(t);
@@ -205,8 +259,14 @@ impl Link {
         if self.rate.bps() == 0 {
             return;
         }
+        if self.queue.len_packets() > 0 && self.channel.as_mut().is_some_and(|c| c.holds(t)) {
+            return;
+        }
         self.account_queue(t);
-        if let Some(entry) = self.queue.dequeue(t) {
+        if let Some(mut entry) = self.queue.dequeue(t) {
+            if let Some(vj) = &mut self.vj {
+                vj.compressor.compress_packet(&mut entry.pkt);
+            }
             let finish = t + self.rate.tx_time(entry.pkt.wire_len());
             self.serialising = Some(Serialising {
                 entry,
@@ -263,9 +323,9 @@ impl Node for Link {
         if self.delay_line.front()?.due > now {
             return None;
         }
-        let InFlight { pkt, .. } = self.delay_line.pop_front()?;
+        let InFlight { pkt, wire_len, .. } = self.delay_line.pop_front()?;
         self.stats.delivered_packets += 1;
-        self.stats.delivered_bytes += pkt.wire_len();
+        self.stats.delivered_bytes += wire_len;
         Some(Transmit {
             port: PortId(0),
             pkt,
@@ -276,10 +336,8 @@ impl Node for Link {
     fn poll_timeout(&self) -> Option<Instant> {
         let finish = self.serialising.as_ref().map(|s| s.finish);
         let due = self.delay_line.front().map(|f| f.due);
-        match (finish, due) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let setup = self.channel.as_ref().and_then(|c| c.ready_at());
+        [finish, due, setup].into_iter().flatten().min()
     }
 }
 

@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 
 use super::config::{QueueConfig, QueueKind};
 use super::drop_tail::DropTail;
+use crate::ack::{AckMode, AckQueue};
 use crate::node::Packet;
 use crate::time::Instant;
 use crate::units::ByteSize;
@@ -42,6 +43,11 @@ pub trait QueueDisc {
     fn is_empty(&self) -> bool {
         self.len_packets() == 0
     }
+    /// Packets the discipline took out of the queue after accepting them (ACK suppression,
+    /// filtering, compaction), since the start; the link reports it as `LinkStats::removed`.
+    fn removed(&self) -> u64 {
+        0
+    }
 }
 
 /// The in-tree disciplines, dispatched without `dyn`.
@@ -50,6 +56,8 @@ pub trait QueueDisc {
 pub enum AnyQueue {
     /// First in, first out, with packet and/or byte limits.
     DropTail(DropTail),
+    /// ACK suppression, filtering or compaction ([`crate::ack::AckQueue`]).
+    Ack(AckQueue),
 }
 
 impl AnyQueue {
@@ -60,6 +68,19 @@ impl AnyQueue {
                 config.limit_packets,
                 config.limit_bytes.map(ByteSize::bytes),
             )),
+            QueueKind::AckSuppression | QueueKind::AckFiltering | QueueKind::AckCompaction => {
+                let mode = match config.kind {
+                    QueueKind::AckSuppression => AckMode::Suppression,
+                    QueueKind::AckFiltering => AckMode::Filtering,
+                    _ => AckMode::Compaction,
+                };
+                Self::Ack(AckQueue::new(
+                    mode,
+                    &config.ack,
+                    config.limit_packets,
+                    config.limit_bytes.map(ByteSize::bytes),
+                ))
+            }
         }
     }
 }
@@ -68,24 +89,35 @@ impl QueueDisc for AnyQueue {
     fn enqueue(&mut self, now: Instant, entry: QueuedPacket) -> Result<(), QueuedPacket> {
         match self {
             Self::DropTail(q) => q.enqueue(now, entry),
+            Self::Ack(q) => q.enqueue(now, entry),
         }
     }
 
     fn dequeue(&mut self, now: Instant) -> Option<QueuedPacket> {
         match self {
             Self::DropTail(q) => q.dequeue(now),
+            Self::Ack(q) => q.dequeue(now),
         }
     }
 
     fn len_packets(&self) -> usize {
         match self {
             Self::DropTail(q) => q.len_packets(),
+            Self::Ack(q) => q.len_packets(),
         }
     }
 
     fn len_bytes(&self) -> u64 {
         match self {
             Self::DropTail(q) => q.len_bytes(),
+            Self::Ack(q) => q.len_bytes(),
+        }
+    }
+
+    fn removed(&self) -> u64 {
+        match self {
+            Self::DropTail(q) => q.removed(),
+            Self::Ack(q) => q.removed(),
         }
     }
 }

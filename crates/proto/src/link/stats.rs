@@ -9,7 +9,7 @@ use crate::time::Instant;
 /// [`Link::stats_at`](super::Link::stats_at)).
 ///
 /// Every packet that entered is accounted for: `arrivals = delivered_packets + queue_drops +
-/// error_drops +` (queued + being serialised + in flight).
+/// removed + error_drops + compression_drops +` (queued + being serialised + in flight).
 #[derive(Clone, Copy, Debug, Default, Eq, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct LinkStats {
@@ -19,6 +19,12 @@ pub struct LinkStats {
     pub queue_drops: u64,
     /// Packets corrupted by the error model (they used the serialiser, then were dropped).
     pub error_drops: u64,
+    /// Packets the queue discipline took out after accepting them (ACK suppression, filtering,
+    /// compaction: their information lives on in a later ACK), in packets.
+    pub removed: u64,
+    /// Packets the header decompressor refused after they crossed the link (RFC 1144 tossing
+    /// after a lost packet), in packets.
+    pub compression_drops: u64,
     /// Packets handed out at the far end, in packets.
     pub delivered_packets: u64,
     /// Wire bytes handed out at the far end (headers + payload), in bytes.

@@ -74,6 +74,11 @@ pub struct TcpConfig {
     pub clock_granularity: Duration,
     /// Duplicate ACKs (or SACKed segments) that trigger fast retransmit. Default: 3.
     pub dupthresh: u32,
+    /// Slow start counts at most this many segments per ACK (appropriate byte counting, the
+    /// limit L of RFC 3465). Default: 1, RFC 5681's `cwnd += min(N, SMSS)`: with delayed ACKs
+    /// the window grows 1.5× per RTT. 2 is RFC 3465's limit and behaves like Linux, which grows
+    /// by every segment acknowledged (2× per RTT with delayed ACKs); see docs/validation.md.
+    pub abc_segments: u32,
 }
 
 impl Default for TcpConfig {
@@ -97,6 +102,7 @@ impl Default for TcpConfig {
             max_rto: Duration::from_secs(60),
             clock_granularity: Duration::from_millis(1),
             dupthresh: 3,
+            abc_segments: 1,
         }
     }
 }

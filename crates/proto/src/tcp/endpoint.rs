@@ -148,6 +148,8 @@ pub struct TcpEndpoint {
     timers: [Option<Instant>; 4],
     stats: TcpStats,
     established_at: Option<Instant>,
+    /// The owner reads received data explicitly with [`TcpEndpoint::read_to`] (relays).
+    manual_read: bool,
 }
 
 impl TcpEndpoint {
@@ -179,6 +181,7 @@ impl TcpEndpoint {
                 cwnd: mss,
                 ssthresh,
                 mss,
+                abc_limit: mss * u64::from(config.abc_segments.max(1)),
             },
             rtt,
             local,
@@ -227,7 +230,29 @@ impl TcpEndpoint {
             timers: [None; 4],
             stats: TcpStats::default(),
             established_at: None,
+            manual_read: false,
             config,
+        }
+    }
+
+    /// Let the owner, not `app_read_rate`, decide when received data is read: data stays
+    /// unread (and keeps the advertised window closed) until [`TcpEndpoint::read_to`]. A
+    /// split-TCP relay reads only what the other half has delivered, so the window it
+    /// advertises is what its buffer has left (backpressure).
+    pub fn set_manual_read(&mut self) {
+        self.manual_read = true;
+    }
+
+    /// Manual read mode: mark in-order data up to `total` bytes (counted from the first data
+    /// byte) as read, and send a window update if the window opened enough. Never reads past
+    /// what has arrived; a smaller `total` than already read does nothing.
+    pub fn read_to(&mut self, now: Instant, total: u64) {
+        let end = self.rcv_data_end();
+        let target = (1 + total).min(end);
+        if target > self.app_read {
+            self.app_read = target;
+            self.maybe_window_update();
+            self.update_timers(now);
         }
     }
 
@@ -503,6 +528,7 @@ impl TcpEndpoint {
             .saturating_sub(opt)
             .max(1);
         self.win.mss = self.smss;
+        self.win.abc_limit = self.smss * u64::from(self.config.abc_segments.max(1));
         // Windows in SYNs are never scaled (RFC 7323 §2.2).
         self.snd_wnd = u64::from(seg.window);
         self.snd_wl1 = seg.seq;
@@ -1135,6 +1161,9 @@ impl TcpEndpoint {
 
     /// Let the application read what its rate allows up to `now`.
     fn advance_reader(&mut self, now: Instant) {
+        if self.manual_read {
+            return;
+        }
         let end = self.rcv_data_end();
         match self.config.app_read_rate {
             None => self.app_read = end.max(self.app_read),

@@ -38,6 +38,8 @@ fn config(
             ..QueueConfig::default()
         },
         error: ErrorModelConfig::None,
+        compression: Default::default(),
+        channel_release: None,
     }
 }
 

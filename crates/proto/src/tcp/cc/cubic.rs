@@ -107,6 +107,7 @@ mod tests {
             cwnd: 100 * mss,
             ssthresh: u64::MAX,
             mss,
+            abc_limit: mss,
         };
         let mut c = Cubic::default();
         c.on_congestion(Instant::ZERO, w.cwnd, &mut w);
@@ -137,6 +138,7 @@ mod tests {
             cwnd: 10 * mss,
             ssthresh: u64::MAX,
             mss,
+            abc_limit: mss,
         };
         let mut c = Cubic::default();
         c.on_congestion(Instant::ZERO, w.cwnd, &mut w);

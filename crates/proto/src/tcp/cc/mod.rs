@@ -21,6 +21,8 @@ pub struct Window {
     pub ssthresh: u64,
     /// Sender maximum segment size (payload bytes).
     pub mss: u64,
+    /// Most bytes one ACK may add in slow start (RFC 3465's L·SMSS; RFC 5681: SMSS).
+    pub abc_limit: u64,
 }
 
 impl Window {
@@ -81,7 +83,8 @@ impl CongestionControl for AnyCc {
     }
 }
 
-/// Slow start per RFC 5681 §3.1: cwnd += min(N, SMSS) for each ACK of N new bytes.
+/// Slow start per RFC 5681 §3.1 / RFC 3465: cwnd += min(N, L·SMSS) for each ACK of N new
+/// bytes (L = 1 unless configured).
 pub(crate) fn slow_start(acked: u64, w: &mut Window) {
-    w.cwnd += acked.min(w.mss);
+    w.cwnd += acked.min(w.abc_limit.max(w.mss));
 }

@@ -38,10 +38,19 @@ mod tests {
             cwnd: 1000,
             ssthresh: 4000,
             mss: 1000,
+            abc_limit: 1000,
         };
         let mut r = Reno;
         r.on_ack(Instant::ZERO, 1000, &mut w, None);
         assert_eq!(w.cwnd, 2000);
+        // One delayed ACK for two segments: RFC 5681 counts one SMSS, RFC 3465 with L = 2 both.
+        r.on_ack(Instant::ZERO, 2000, &mut w, None);
+        assert_eq!(w.cwnd, 3000);
+        w.abc_limit = 2000;
+        r.on_ack(Instant::ZERO, 2000, &mut w, None);
+        assert_eq!(w.cwnd, 5000);
+        w.ssthresh = 4000;
+        w.abc_limit = 1000;
         w.cwnd = 4000;
         // One window of ACKs (4 × 1000 bytes) adds about one SMSS.
         for _ in 0..4 {

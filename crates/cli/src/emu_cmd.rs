@@ -1,0 +1,129 @@
+//! `satpep emu`: run a scenario in real time, with real programs in network namespaces.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use satpep_emu::{EmuOptions, LATENESS_WARN_US};
+use satpep_output::{render_table, write_run_json};
+use satpep_proto::Duration;
+
+/// Arguments of `satpep emu`.
+#[derive(Debug, Args)]
+pub struct EmuArgs {
+    /// Scenario file (TOML); every `kind = "host"` node becomes a network namespace.
+    scenario: Option<PathBuf>,
+    /// Shell command run in the first flow's listening host, e.g. 'iperf3 -s'.
+    /// `{server}` and `{client}` are replaced by the first flow's host addresses.
+    #[arg(long, value_name = "CMD")]
+    server: Option<String>,
+    /// Shell command run in the first flow's opening host, e.g.
+    /// 'iperf3 -c {server} -C cubic -t 30'; the run ends when it exits.
+    #[arg(long, value_name = "CMD")]
+    client: Option<String>,
+    /// Stop after this long (e.g. 40s) even if the client still runs; without a client, run
+    /// until Ctrl-C or this limit.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    duration: Option<Duration>,
+    /// Delay between starting the server and the client.
+    #[arg(long, value_name = "DURATION", default_value = "500ms", value_parser = parse_duration)]
+    client_delay: Duration,
+    /// Override any key, e.g. `--set link.forward.rate=20Mbps` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Random seed (same as `--set seed=N`).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Output directory. Default: results/<scenario>-emu-<pid>/
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Run the loop under the normal scheduler instead of SCHED_FIFO.
+    #[arg(long)]
+    no_realtime: bool,
+    /// Sleep at least this long between wake-ups when packets are due later (e.g. 50us):
+    /// fewer wake-ups at high packet rates, up to this much added lateness.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    coalesce: Duration,
+    /// Do not print the client's output and the results table.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    satpep_proto::units::parse_duration(s).map_err(|e| e.to_string())
+}
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Run `satpep emu`. Exit codes: 0 ok, 1 run failure or failing client command, 2 bad
+/// scenario or arguments, or missing privileges (root, network namespaces, /dev/net/tun).
+pub fn run(args: EmuArgs) -> ExitCode {
+    let mut overrides = args.set.clone();
+    if let Some(seed) = args.seed {
+        overrides.push(format!("seed={seed}"));
+    }
+    let loaded = match &args.scenario {
+        Some(path) => satpep_scenario::load_file(path, &overrides),
+        None => satpep_scenario::load_str(
+            satpep_scenario::default_scenario_text(),
+            "<built-in>",
+            &overrides,
+        ),
+    };
+    let loaded = match loaded {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if !loaded.sweep.is_empty() {
+        eprintln!("error: `satpep emu` runs one scenario; remove the [sweep] table");
+        return ExitCode::from(2);
+    }
+    let sc = &loaded.scenario;
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("results").join(format!("{}-emu-{}", sc.name, std::process::id()))
+    });
+    let opts = EmuOptions {
+        server: args.server.clone(),
+        client: args.client.clone(),
+        duration: args.duration,
+        client_delay: args.client_delay,
+        out: out.clone(),
+        realtime: !args.no_realtime,
+        coalesce: args.coalesce,
+    };
+    let outcome = match satpep_emu::run(sc, &opts) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(e.exit_code());
+        }
+    };
+    if let Err(e) = write_run_json(&out, VERSION, sc.seed, &loaded.resolved) {
+        eprintln!("error: {}: {e}", out.display());
+        return ExitCode::from(1);
+    }
+    let s = &outcome.summary;
+    if !args.quiet {
+        if let Ok(text) = std::fs::read_to_string(&outcome.client_log) {
+            print!("{text}");
+        }
+        print!("{}", render_table(&s.base));
+        print!("{}", s.render_lateness());
+        println!("stopped: {}; results in {}", s.stop_reason, out.display());
+    } else if s.lateness.p99_us > LATENESS_WARN_US {
+        eprint!("{}", s.render_lateness());
+    }
+    match s.client_exit {
+        Some(code) if code != 0 => {
+            eprintln!(
+                "error: the client command exited with status {code} (see {})",
+                outcome.client_log.display()
+            );
+            ExitCode::from(1)
+        }
+        _ => ExitCode::SUCCESS,
+    }
+}

@@ -1,0 +1,252 @@
+//! The packet path with hand-made times: no namespaces, no clock.
+
+use super::*;
+
+/// gw (10.0.0.1) → r (router) → term (10.0.1.1): 8 Mb/s then 80 Mb/s, 100 ms + 5 ms; a
+/// direct return link term → gw. `extra` is appended to the first link's table.
+fn scenario(extra: &str) -> Scenario {
+    let text = format!(
+        r#"
+        [[node]]
+        name = "gw"
+        address = "10.0.0.1"
+        [[node]]
+        name = "r"
+        kind = "router"
+        address = "10.0.2.1"
+        [[node]]
+        name = "term"
+        address = "10.0.1.1"
+        [[link]]
+        name = "gw-r"
+        from = "gw"
+        to = "r"
+        rate = "8Mbps"
+        delay = "100ms"
+        {extra}
+        [[link]]
+        name = "r-term"
+        from = "r"
+        to = "term"
+        rate = "80Mbps"
+        delay = "5ms"
+        [[link]]
+        name = "term-gw"
+        from = "term"
+        to = "gw"
+        rate = "8Mbps"
+        delay = "100ms"
+        "#
+    );
+    satpep_scenario::load_str(&text, "<test>", &[])
+        .unwrap()
+        .scenario
+}
+
+/// A UDP packet 10.0.0.1:1000 → `dst`:2000 of `len` bytes with a valid header checksum and a
+/// payload that counts bytes, so corruption shows.
+fn udp(dst: [u8; 4], len: usize) -> Vec<u8> {
+    let payload: Vec<u8> = (0..len - 28).map(|i| i as u8).collect();
+    let b = etherparse_free_udp([10, 0, 0, 1], dst, &payload);
+    assert_eq!(b.len(), len);
+    b
+}
+
+/// IPv4 + UDP by hand (TTL 64, header checksum computed, UDP checksum 0 = none).
+fn etherparse_free_udp(src: [u8; 4], dst: [u8; 4], payload: &[u8]) -> Vec<u8> {
+    let total = 28 + payload.len();
+    let mut h = vec![
+        0x45,
+        0,
+        (total >> 8) as u8,
+        total as u8,
+        0,
+        1,
+        0,
+        0,
+        64,
+        17,
+        0,
+        0,
+    ];
+    h.extend_from_slice(&src);
+    h.extend_from_slice(&dst);
+    let sum = checksum(&h);
+    h[10..12].copy_from_slice(&sum.to_be_bytes());
+    h.extend_from_slice(&1000u16.to_be_bytes());
+    h.extend_from_slice(&2000u16.to_be_bytes());
+    h.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+    h.extend_from_slice(&[0, 0]);
+    h.extend_from_slice(payload);
+    h
+}
+
+fn checksum(h: &[u8]) -> u16 {
+    let mut s: u32 = h
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
+        .sum();
+    while s > 0xffff {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    !(s as u16)
+}
+
+fn ms(v: u64) -> Instant {
+    Instant(v * 1_000_000)
+}
+
+/// Feed `pkt` from node `from` at `at`.
+fn inject(e: &mut Engine, from: usize, at: Instant, pkt: &[u8]) {
+    let read = e
+        .ingress(from, at, |buf| {
+            buf[..pkt.len()].copy_from_slice(pkt);
+            Ok(Some(pkt.len()))
+        })
+        .unwrap();
+    assert!(read);
+}
+
+/// Service at `at`; returns (node, bytes) written to hosts.
+fn service(e: &mut Engine, at: Instant) -> Vec<(usize, Vec<u8>)> {
+    let mut out = Vec::new();
+    e.service(at, &mut None, |node, b| {
+        out.push((node, b.to_vec()));
+        Ok(true)
+    })
+    .unwrap();
+    out
+}
+
+#[test]
+fn packet_crosses_two_links_at_the_modelled_instant_with_ttl_decremented() {
+    let mut e = Engine::new(&scenario(""));
+    let pkt = udp([10, 0, 1, 1], 1000);
+    inject(&mut e, 0, ms(0), &pkt);
+    // 1000 B at 8 Mb/s = 1 ms, + 100 ms; then 1000 B at 80 Mb/s = 0.1 ms, + 5 ms.
+    let due = Instant(106_100_000);
+    let mut t = ms(0);
+    while let Some(next) = e.poll_timeout() {
+        if next >= due {
+            break;
+        }
+        assert!(
+            service(&mut e, next).is_empty(),
+            "nothing reaches term before {due}"
+        );
+        t = next;
+    }
+    assert!(t < due);
+    assert_eq!(e.poll_timeout(), Some(due));
+    assert!(service(&mut e, Instant(due.as_nanos() - 1)).is_empty());
+    let out = service(&mut e, due);
+    assert_eq!(out.len(), 1);
+    let (node, got) = &out[0];
+    assert_eq!(*node, 2, "delivered to term");
+    // Same bytes except the TTL (64 → 63 at the router) and the header checksum, which is
+    // still valid.
+    assert_eq!(got.len(), pkt.len());
+    assert_eq!(got[8], 63);
+    assert_eq!(checksum(&got[..20]), 0, "header checksum verifies");
+    assert_eq!(got[..8], pkt[..8]);
+    assert_eq!(
+        got[12..],
+        pkt[12..],
+        "addresses, UDP header and payload unchanged"
+    );
+    // Released on time: lateness 0 on both links.
+    assert_eq!(e.lateness(0).quantile(1.0), 0);
+    assert_eq!(e.lateness(1).len(), 1);
+    assert_eq!(e.buffers_in_use(), 0);
+    let c = e.counters();
+    assert_eq!((c.rx_packets, c.tx_packets, c.tx_bytes), (1, 1, 1000));
+}
+
+#[test]
+fn late_service_is_measured_as_lateness() {
+    let mut e = Engine::new(&scenario(""));
+    inject(&mut e, 2, ms(0), &udp([10, 0, 0, 1], 1000));
+    // term → gw: due at 101 ms; serviced 250 µs late.
+    let out = service(&mut e, Instant(101_250_000));
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].0, 0);
+    assert_eq!(e.lateness(2).quantile(0.5), 250_000);
+}
+
+#[test]
+fn queue_drops_release_their_buffers_and_later_packets_keep_their_bytes() {
+    // Queue of 2 packets on gw-r: of 10 back-to-back packets, 1 is serialised, 2 wait, 7 drop.
+    let mut e = Engine::new(&scenario("queue = { limit_packets = 2 }"));
+    for i in 0..10u8 {
+        let mut p = udp([10, 0, 1, 1], 500);
+        *p.last_mut().unwrap() = i; // tag the packet
+        inject(&mut e, 0, ms(0), &p);
+    }
+    assert_eq!(e.link(0).stats().queue_drops, 7);
+    let mut got = Vec::new();
+    while let Some(t) = e.poll_timeout() {
+        got.extend(service(&mut e, t));
+    }
+    let tags: Vec<u8> = got.iter().map(|(_, b)| *b.last().unwrap()).collect();
+    assert_eq!(tags, [0, 1, 2], "the first three, intact, in order");
+    assert_eq!(
+        e.buffers_in_use(),
+        0,
+        "dropped packets' buffers were reclaimed"
+    );
+}
+
+#[test]
+fn unroutable_and_malformed_packets_are_counted_and_dropped() {
+    let mut e = Engine::new(&scenario(""));
+    inject(&mut e, 0, ms(0), &udp([192, 168, 1, 1], 100)); // no such host
+    inject(&mut e, 0, ms(0), &udp([10, 0, 2, 1], 100)); // a router: not a destination
+    let mut v6 = vec![0x60u8; 40];
+    v6[0] = 0x60;
+    inject(&mut e, 0, ms(0), &v6);
+    let c = e.counters();
+    assert_eq!((c.unroutable, c.malformed, c.rx_packets), (2, 1, 3));
+    assert_eq!(e.poll_timeout(), None);
+    assert_eq!(e.buffers_in_use(), 0);
+}
+
+#[test]
+fn error_model_drops_the_listed_packets() {
+    let mut e = Engine::new(&scenario("error = { model = \"list\", packets = [2] }"));
+    for i in 0..3u8 {
+        let mut p = udp([10, 0, 1, 1], 200);
+        *p.last_mut().unwrap() = i;
+        inject(&mut e, 0, ms(u64::from(i)), &p);
+    }
+    let mut got = Vec::new();
+    while let Some(t) = e.poll_timeout() {
+        got.extend(service(&mut e, t));
+    }
+    let tags: Vec<u8> = got.iter().map(|(_, b)| *b.last().unwrap()).collect();
+    assert_eq!(tags, [0, 2]);
+    assert_eq!(e.buffers_in_use(), 0);
+}
+
+#[test]
+fn ttl_decrement_keeps_the_checksum_valid() {
+    let mut h = udp([10, 0, 1, 1], 28);
+    for ttl in (1..64).rev() {
+        assert!(decrement_ttl(&mut h));
+        assert_eq!(h[8], ttl);
+        assert_eq!(checksum(&h[..20]), 0);
+    }
+    assert!(!decrement_ttl(&mut h), "TTL 1 cannot be forwarded");
+}
+
+#[test]
+fn header_length_covers_ip_and_transport_headers() {
+    let u = udp([10, 0, 1, 1], 100);
+    assert_eq!(header_len(&u), 28);
+    // TCP with data offset 8 (32-byte header).
+    let mut t = vec![0u8; 100];
+    t[0] = 0x45;
+    t[9] = 6;
+    t[32] = 8 << 4;
+    assert_eq!(header_len(&t), 52);
+    assert_eq!(header_len(&t[..40]), 40, "never past the packet");
+}

@@ -1,0 +1,336 @@
+//! Network namespaces for the scenario's hosts: creation, TUN devices, addresses, routes,
+//! socket-buffer sysctls, and removal — on exit, and of left-overs of a crashed run.
+//!
+//! Naming: every `kind = "host"` node gets a namespace `satpep-<pid>-<run>-<node>` (`<pid>` of
+//! the emulator, `<run>` counting runs within that process, `<node>` the node name with
+//! characters outside `[A-Za-z0-9_.]` replaced by `_`). Inside it, one TUN device `satpep0`
+//! holds the node's scenario address as a /32, and the default route points at it, so every
+//! packet the namespace sends to another host reaches the emulator. Routers have no namespace:
+//! they are internal to the emulator.
+//!
+//! A namespace is a bind mount under `/var/run/netns`, which outlives a killed process; the TUN
+//! device does not (it is not persistent, so it goes when the emulator's descriptor closes). At
+//! start, [`clean_stale`] removes every `satpep-<pid>-…` namespace whose `<pid>` is no longer a
+//! running process, killing whatever still runs inside it first. A recycled pid keeps its
+//! namespaces until that process exits too: a conservative error, never the removal of a live
+//! run's namespace.
+//!
+//! Setup shells out to `ip` (iproute2): it is the tool users know, and what it does is visible
+//! with `ip netns`. Only the TUN ioctl needs the emulator itself inside the namespace (see
+//! [`crate::sys::Tun::create_in_netns`]).
+
+use std::io::Write;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::sys::{self, Tun};
+use crate::EmuError;
+
+/// Prefix of every namespace the emulator creates.
+pub const PREFIX: &str = "satpep-";
+/// Where `ip netns` keeps its namespace handles.
+pub const NETNS_DIR: &str = "/var/run/netns";
+/// Name of the TUN device inside each namespace.
+pub const TUN_NAME: &str = "satpep0";
+/// MTU of the TUN devices (an Ethernet-sized path, as the simulator's default MSS assumes).
+pub const MTU: usize = 1500;
+/// Packets the TUN device's qdisc holds while the emulator is busy: Ethernet's default, 12 ms at
+/// 1 Gb/s (the TUN default, 500, is 6 ms).
+pub const TXQUEUELEN: u32 = 1000;
+
+/// Socket-buffer limits written inside every namespace (`/proc/sys/…`, value), and whether a
+/// failure is fatal. Linux's default `tcp_wmem` maximum (4 MiB) caps a single TCP sender at
+/// 4 MiB per RTT — about 53 Mb/s at 600 ms, less after the kernel's overhead share — so long,
+/// fast paths need more: 64 MiB covers 850 Mb/s at 600 ms. `net.core.{r,w}mem_max` only bound
+/// explicit `SO_RCVBUF`/`SO_SNDBUF` requests and are not writable inside a namespace on many
+/// kernels; they are tried and may fail. IPv6 is switched off so that router solicitations
+/// do not show up as unroutable packets.
+const SYSCTLS: &[(&str, &str, bool)] = &[
+    ("net/ipv4/tcp_rmem", "4096 131072 67108864", true),
+    ("net/ipv4/tcp_wmem", "4096 16384 67108864", true),
+    ("net/ipv4/tcp_no_metrics_save", "1", false),
+    ("net/ipv6/conf/all/disable_ipv6", "1", false),
+    ("net/ipv6/conf/default/disable_ipv6", "1", false),
+    ("net/core/rmem_max", "67108864", false),
+    ("net/core/wmem_max", "67108864", false),
+];
+
+/// Runs within this process, for unique names.
+static RUN: AtomicU32 = AtomicU32::new(0);
+
+/// One host's namespace and its TUN device.
+#[derive(Debug)]
+pub struct Namespace {
+    /// `satpep-<pid>-<run>-<node>`.
+    pub name: String,
+    /// Scenario node index.
+    pub node: usize,
+    /// The node's scenario address, assigned to the TUN device.
+    pub address: Ipv4Addr,
+    /// The TUN device (taken out before the namespace is deleted).
+    pub tun: Option<Tun>,
+}
+
+/// Every namespace of one run; dropping it removes them all (processes inside are killed).
+#[derive(Debug, Default)]
+pub struct Namespaces {
+    /// In creation order.
+    pub list: Vec<Namespace>,
+}
+
+impl Namespaces {
+    /// Create one namespace per `(node index, node name, address)`, named for this process and
+    /// run. On error, those already created are removed.
+    pub fn create(hosts: &[(usize, String, Ipv4Addr)]) -> Result<Self, EmuError> {
+        let run = RUN.fetch_add(1, Ordering::Relaxed);
+        let pid = std::process::id();
+        let mut me = Self::default();
+        for (node, name, address) in hosts {
+            let ns = format!("{PREFIX}{pid}-{run}-{}", sanitize(name));
+            ip(&["netns", "add", &ns]).map_err(|e| {
+                EmuError::Privileges(format!("cannot create network namespace {ns}: {e}"))
+            })?;
+            me.list.push(Namespace {
+                name: ns.clone(),
+                node: *node,
+                address: *address,
+                tun: None,
+            });
+            set_sysctls(&ns)?;
+            let tun = Tun::create_in_netns(&Path::new(NETNS_DIR).join(&ns), TUN_NAME)
+                .map_err(|e| EmuError::Privileges(format!("cannot create TUN device: {e}")))?;
+            if let Some(last) = me.list.last_mut() {
+                last.tun = Some(tun);
+            }
+            ip_batch(
+                &ns,
+                &format!(
+                    "link set lo up\n\
+                     link set {TUN_NAME} mtu {MTU} txqueuelen {TXQUEUELEN} up\n\
+                     addr add {address}/32 dev {TUN_NAME}\n\
+                     route add default dev {TUN_NAME}\n"
+                ),
+            )
+            .map_err(|e| EmuError::Setup(format!("{ns}: {e}")))?;
+        }
+        Ok(me)
+    }
+
+    /// Remove every namespace now (also done on drop).
+    pub fn teardown(&mut self) {
+        for mut ns in self.list.drain(..) {
+            // Close the TUN first: a device still open when its namespace dies would be moved
+            // to the root namespace instead of vanishing.
+            drop(ns.tun.take());
+            remove(&ns.name);
+        }
+    }
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        self.teardown();
+    }
+}
+
+/// Fail early, with what is needed, when this process cannot create namespaces or TUN devices.
+pub fn check_privileges() -> Result<(), EmuError> {
+    const NEED: &str = "satpep emu needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to create \
+                        network namespaces and TUN devices, the `ip` command (iproute2) and \
+                        /dev/net/tun";
+    if sys::euid() != 0 {
+        return Err(EmuError::Privileges(format!(
+            "{NEED}; this process is not root (try sudo)"
+        )));
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Err(EmuError::Privileges(format!(
+            "{NEED}; /dev/net/tun is missing (modprobe tun)"
+        )));
+    }
+    if let Err(e) = Command::new("ip").arg("-V").output() {
+        return Err(EmuError::Privileges(format!(
+            "{NEED}; cannot run `ip`: {e}"
+        )));
+    }
+    if !Path::new("/proc/self/ns/net").exists() {
+        return Err(EmuError::Privileges(format!(
+            "{NEED}; this kernel has no network namespaces"
+        )));
+    }
+    Ok(())
+}
+
+/// Remove the namespaces of emulator runs whose process is gone (see the module doc); returns
+/// their names.
+pub fn clean_stale() -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(NETNS_DIR) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in dir.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = owner_pid(&name) else {
+            continue;
+        };
+        if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        remove(&name);
+        removed.push(name);
+    }
+    removed.sort();
+    removed
+}
+
+/// The emulator pid encoded in a namespace name `satpep-<pid>-…`.
+pub fn owner_pid(name: &str) -> Option<u32> {
+    name.strip_prefix(PREFIX)?.split('-').next()?.parse().ok()
+}
+
+/// The namespaces that exist now whose names start with `prefix`.
+pub fn list(prefix: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(NETNS_DIR)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(prefix))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// A command that runs `shell` (through `sh -c`) inside namespace `ns`.
+pub fn command_in(ns: &str, shell: &str) -> Command {
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", ns, "sh", "-c", shell]);
+    cmd
+}
+
+/// Kill every process inside `ns`, then delete it. Errors are ignored: this is cleanup.
+fn remove(ns: &str) {
+    for _ in 0..3 {
+        let pids = Command::new("ip")
+            .args(["netns", "pids", ns])
+            .stderr(Stdio::null())
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        let pids: Vec<i32> = pids
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        if pids.is_empty() {
+            break;
+        }
+        for p in pids {
+            let _ = sys::kill(p, libc::SIGKILL);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = ip(&["netns", "del", ns]);
+}
+
+fn set_sysctls(ns: &str) -> Result<(), EmuError> {
+    // One shell for all of them: a required value that cannot be written stops with its key.
+    let mut script = String::new();
+    for (key, value, required) in SYSCTLS {
+        let path = PathBuf::from("/proc/sys").join(key);
+        let path = path.display();
+        if *required {
+            script += &format!("echo '{value}' > {path} || {{ echo {key} >&2; exit 3; }}\n");
+        } else {
+            script += &format!("echo '{value}' > {path} 2>/dev/null\n");
+        }
+    }
+    script += "exit 0\n";
+    let out = command_in(ns, &script)
+        .output()
+        .map_err(|e| EmuError::Setup(format!("{ns}: cannot run ip netns exec: {e}")))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(EmuError::Setup(format!(
+        "{ns}: cannot set sysctl {}",
+        String::from_utf8_lossy(&out.stderr)
+            .trim()
+            .replace('/', ".")
+    )))
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+fn ip_batch(ns: &str, script: &str) -> Result<(), String> {
+    let mut child = Command::new("ip")
+        .args(["-n", ns, "-batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run ip: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(script.as_bytes())
+            .map_err(|e| format!("ip -batch: {e}"))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("ip -batch: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip -batch: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_pid_reads_the_first_field_only() {
+        assert_eq!(owner_pid("satpep-4242-0-gw"), Some(4242));
+        assert_eq!(owner_pid("satpep-17-3-my_host"), Some(17));
+        assert_eq!(owner_pid("satpep-x-0-gw"), None);
+        assert_eq!(owner_pid("other-17-0-gw"), None);
+    }
+
+    #[test]
+    fn node_names_become_safe_namespace_parts() {
+        assert_eq!(sanitize("gw-1/a b"), "gw_1_a_b");
+        assert_eq!(sanitize("term.0_x"), "term.0_x");
+    }
+}

@@ -1,0 +1,400 @@
+//! The return-link queue that suppresses, filters or compacts ACKs.
+//!
+//! Read before editing: Samaraweera 1999 §5 (suppression: one drop-tail queue, a per-flow count of
+//! queued ACKs, the low water mark before any deletion, at most high-water-mark deletions before
+//! one ACK must pass, no deletion of data-bearing, flagged or duplicate ACKs) and §6 (compaction:
+//! the survivor carries the count and bytes of the deleted ACKs); RFC 3449 §5.2.1 (ACK filtering)
+//! and ns-2's `semantic-packetqueue.cc` (`filterAcks_`, `replace_head_`, `acksfirst_`).
+//!
+//! Simplifications and choices, in plain words:
+//! - Deletions happen when an ACK arrives (as in ns-2 and the paper's "when a queue of ACKs
+//!   builds up"), scanning the arriving ACK's flow from the head of the queue.
+//! - An ACK is removed only when the next queued ACK of its flow acknowledges strictly more; the
+//!   removed ACK's information then lives on in that one. Suppression and filtering also accept
+//!   a data-bearing successor (it carries the cumulative ACK); compaction needs a pure ACK as the
+//!   survivor, since the expander copies it.
+//! - `replace_head` puts the new ACK in the place of the earliest removed ACK that is behind
+//!   every remaining packet of its flow (ns-2 takes the earliest removed place outright, which can
+//!   overtake a kept duplicate ACK of the same flow); `acks_first` sends the first pure ACK that
+//!   has no earlier packet of its own flow waiting (ns-2 sends the first ACK, which can overtake a
+//!   data segment of the same flow).
+//! - The high water mark bounds how many consecutive deleted ACKs one surviving ACK stands for
+//!   ("at least one ACK in a high water mark of ACKs"); deleting then goes on into the next
+//!   survivor. The other reading — no deletion at all for a flow once it has had `high_water`
+//!   deletions since its last transmitted ACK — lets the queue grow by every arriving ACK when a
+//!   busy flow uses its budget between two of its turns on a shared slow link (measured: three
+//!   flows at 9.6 kb/s then ran at 0.54 Mb/s with compaction, a queue of ~700 ACKs and RTOs;
+//!   docs/reproductions/samaraweera.md).
+//! - The flow table holds at most [`MAX_FLOWS`] entries; past that, flows with nothing queued are
+//!   forgotten (their next ACK is then treated as their first: never removed).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::Ipv4Addr;
+
+use serde::{Deserialize, Serialize};
+
+use super::trailer;
+use crate::link::{QueueDisc, QueuedPacket};
+use crate::node::Packet;
+use crate::time::Instant;
+use crate::wire::{SeqNumber, TcpFlags, TcpIpv4View};
+
+/// Flows remembered at once (memory bound); see the module doc.
+pub const MAX_FLOWS: usize = 4096;
+
+/// Which ACK discipline.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum AckMode {
+    /// Samaraweera §5.
+    Suppression,
+    /// ns-2 semantic queue / RFC 3449 §5.2.1.
+    Filtering,
+    /// Samaraweera §6.
+    Compaction,
+}
+
+/// Settings of the ACK disciplines: `queue = { kind = "ack_…", ack = { … } }` in a scenario.
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct AckQueueConfig {
+    /// Suppression and compaction: ACKs of one flow that may wait before any is deleted (the
+    /// paper's low water mark). Default: 4.
+    pub low_water: u32,
+    /// Suppression and compaction: the most consecutive ACKs of one flow that one surviving ACK
+    /// may replace, so that the sender receives at least one real ACK in every
+    /// `high_water + 1` (the paper's high water mark; see the module doc). Default: 60.
+    pub high_water: u32,
+    /// Filtering: the new ACK takes the place of a removed older one instead of joining the tail
+    /// (ns-2 `replace_head_`). Default: false.
+    pub replace_head: bool,
+    /// Filtering: pure ACKs are sent before data segments (ns-2 `acksfirst_`). Default: false.
+    pub acks_first: bool,
+    /// Compaction: source address of the tunnel (the terminal's return interface). Required.
+    pub tunnel_src: Option<Ipv4Addr>,
+    /// Compaction: the expander's address at the hub. Required.
+    pub tunnel_dst: Option<Ipv4Addr>,
+}
+
+impl Default for AckQueueConfig {
+    fn default() -> Self {
+        Self {
+            low_water: 4,
+            high_water: 60,
+            replace_head: false,
+            acks_first: false,
+            tunnel_src: None,
+            tunnel_dst: None,
+        }
+    }
+}
+
+/// What an [`AckQueue`] did.
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct AckQueueStats {
+    /// ACKs removed from the queue (suppressed, filtered or compacted into another).
+    pub removed: u64,
+    /// Compacted ACKs sent (each carrying a trailer through the tunnel).
+    pub compacted_sent: u64,
+    /// Packets that were not IPv4/TCP with the ACK bit (queued untouched).
+    pub not_acks: u64,
+}
+
+/// A queue discipline that removes redundant ACKs; see the module doc.
+#[derive(Clone, Debug)]
+pub struct AckQueue {
+    mode: AckMode,
+    config: AckQueueConfig,
+    limit_packets: Option<usize>,
+    limit_bytes: Option<u64>,
+    entries: VecDeque<Held>,
+    bytes: u64,
+    flows: BTreeMap<FlowKey, FlowState>,
+    /// IPv4 identification of the next tunnel header.
+    tunnel_ident: u16,
+    stats: AckQueueStats,
+}
+
+/// Addresses and ports, as `u32`/`u16` for a cheap `Ord`.
+type FlowKey = (u32, u32, u16, u16);
+
+#[derive(Clone, Copy, Debug)]
+struct AckInfo {
+    flow: FlowKey,
+    ack: SeqNumber,
+    /// The flow's highest acknowledgement number before this ACK arrived.
+    prev_ack: Option<SeqNumber>,
+    /// Pure ACK without URG, SACK or ECE.
+    plain: bool,
+    /// `plain`, not a duplicate, and with a known predecessor: may be removed.
+    removable: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Held {
+    entry: QueuedPacket,
+    info: Option<AckInfo>,
+    /// ACKs compacted into this one, and the bytes they acknowledged.
+    merged: u32,
+    merged_bytes: u32,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct FlowState {
+    queued: u32,
+    highest_ack: Option<SeqNumber>,
+}
+
+impl AckQueue {
+    /// A queue in `mode` with drop-tail limits (`None` = no limit of that kind).
+    pub fn new(
+        mode: AckMode,
+        config: &AckQueueConfig,
+        limit_packets: Option<u32>,
+        limit_bytes: Option<u64>,
+    ) -> Self {
+        Self {
+            mode,
+            config: config.clone(),
+            limit_packets: limit_packets.map(|n| n as usize),
+            limit_bytes,
+            entries: VecDeque::new(),
+            bytes: 0,
+            flows: BTreeMap::new(),
+            tunnel_ident: 0,
+            stats: AckQueueStats::default(),
+        }
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> AckQueueStats {
+        self.stats
+    }
+
+    /// The discipline.
+    pub fn mode(&self) -> AckMode {
+        self.mode
+    }
+
+    /// Packets waiting, head first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &QueuedPacket> {
+        self.entries.iter().map(|h| &h.entry)
+    }
+
+    fn classify(&mut self, pkt: &Packet) -> Option<AckInfo> {
+        let view = TcpIpv4View::new_checked(pkt.header()).ok()?;
+        let ack = view.ack_number()?;
+        let flow = (
+            u32::from(view.src_addr()),
+            u32::from(view.dst_addr()),
+            view.src_port(),
+            view.dst_port(),
+        );
+        if self.flows.len() >= MAX_FLOWS && !self.flows.contains_key(&flow) {
+            self.flows.retain(|_, f| f.queued > 0);
+        }
+        let state = self.flows.entry(flow).or_default();
+        let prev_ack = state.highest_ack;
+        let is_dup = prev_ack.is_some_and(|p| ack <= p);
+        state.highest_ack = Some(prev_ack.map_or(ack, |p| p.max(ack)));
+        // The view's payload length counts header bytes past TCP too; the packet's payload adds.
+        let plain = view.is_pure_ack()
+            && pkt.payload_len == 0
+            && !view.flags().contains(TcpFlags::URG)
+            && !view.flags().contains(TcpFlags::ECE)
+            && !view.has_sack();
+        Some(AckInfo {
+            flow,
+            ack,
+            prev_ack,
+            plain,
+            removable: plain && !is_dup && prev_ack.is_some(),
+        })
+    }
+
+    /// Remove the arriving ACK's flow's superseded ACKs (the arrival is the last entry).
+    fn remove_superseded(&mut self, flow: FlowKey) {
+        let state = self.flows.get(&flow).copied().unwrap_or_default();
+        let all = self.mode == AckMode::Filtering;
+        if !all && state.queued <= self.config.low_water {
+            return;
+        }
+        // How many deleted ACKs one survivor may stand for (see the module doc).
+        let max_run = match self.mode {
+            AckMode::Filtering => u32::MAX,
+            AckMode::Suppression => self.config.high_water,
+            AckMode::Compaction => self.config.high_water.min(trailer::MAX_COUNT),
+        };
+        let idx: Vec<usize> = (0..self.entries.len())
+            .filter(|&i| self.entries[i].info.is_some_and(|a| a.flow == flow))
+            .collect();
+        let mut drop = vec![false; self.entries.len()];
+        let mut removed = 0u32;
+        for w in idx.windows(2) {
+            let (x, y) = (w[0], w[1]);
+            let (Some(xa), Some(ya)) = (self.entries[x].info, self.entries[y].info) else {
+                continue;
+            };
+            if !xa.removable || ya.ack <= xa.ack {
+                continue;
+            }
+            let count = self.entries[y]
+                .merged
+                .saturating_add(self.entries[x].merged)
+                + 1;
+            if count > max_run {
+                continue;
+            }
+            if self.mode == AckMode::Compaction {
+                let Some(prev) = xa.prev_ack else { continue };
+                let (xb, yb) = (self.entries[x].merged_bytes, self.entries[y].merged_bytes);
+                let span = u64::try_from(xa.ack - prev).unwrap_or(u64::MAX);
+                let bytes = (u64::from(yb) + u64::from(xb)).saturating_add(span);
+                if !ya.plain || bytes > trailer::MAX_BYTES {
+                    continue;
+                }
+                self.entries[y].merged_bytes = bytes as u32;
+            }
+            self.entries[y].merged = count;
+            drop[x] = true;
+            removed += 1;
+        }
+        if removed == 0 {
+            return;
+        }
+        if self.mode == AckMode::Filtering && self.config.replace_head {
+            let tail = self.entries.len() - 1;
+            let last_kept = idx.iter().copied().filter(|&i| i != tail && !drop[i]).max();
+            let target = idx
+                .iter()
+                .copied()
+                .find(|&i| drop[i] && last_kept.is_none_or(|k| i > k));
+            if let Some(t) = target {
+                self.entries.swap(t, tail);
+                drop[t] = false;
+                drop[tail] = true;
+            }
+        }
+        let mut i = 0;
+        let mut removed_bytes = 0;
+        self.entries.retain(|h| {
+            let keep = !drop[i];
+            i += 1;
+            if !keep {
+                removed_bytes += h.entry.pkt.wire_len();
+            }
+            keep
+        });
+        self.bytes -= removed_bytes;
+        self.stats.removed += u64::from(removed);
+        if let Some(f) = self.flows.get_mut(&flow) {
+            f.queued -= removed;
+        }
+    }
+
+    /// Index of the next packet to send.
+    fn next_index(&self) -> Option<usize> {
+        if self.entries.is_empty() {
+            return None;
+        }
+        if !(self.mode == AckMode::Filtering && self.config.acks_first) {
+            return Some(0);
+        }
+        let first_ack = (0..self.entries.len()).find(|&i| {
+            let Some(a) = self.entries[i].info.filter(|a| a.plain) else {
+                return false;
+            };
+            // No earlier packet of the same flow (any kind) may be overtaken.
+            !self
+                .entries
+                .iter()
+                .take(i)
+                .any(|h| h.info.is_some_and(|b| b.flow == a.flow) || h.info.is_none())
+        });
+        Some(first_ack.unwrap_or(0))
+    }
+
+    /// Wrap a compacted ACK in the tunnel header and append its trailer.
+    fn encapsulate(&mut self, held: &mut Held) {
+        let (Some(src), Some(dst)) = (self.config.tunnel_src, self.config.tunnel_dst) else {
+            return;
+        };
+        let count = u8::try_from(held.merged).unwrap_or(u8::MAX);
+        let bytes = u16::try_from(held.merged_bytes).unwrap_or(u16::MAX);
+        self.tunnel_ident = self.tunnel_ident.wrapping_add(1);
+        let inner = held.entry.pkt.header();
+        let mut buf = [0u8; crate::node::MAX_HEADER];
+        let Some(n) = trailer::encapsulate(
+            inner,
+            trailer::Trailer { count, bytes },
+            src,
+            dst,
+            self.tunnel_ident,
+            &mut buf,
+        ) else {
+            return;
+        };
+        held.entry.pkt.set_header(&buf[..n]);
+        self.stats.compacted_sent += 1;
+    }
+}
+
+impl QueueDisc for AckQueue {
+    fn enqueue(&mut self, _now: Instant, entry: QueuedPacket) -> Result<(), QueuedPacket> {
+        let too_many = self
+            .limit_packets
+            .is_some_and(|limit| self.entries.len() + 1 > limit);
+        let too_big = self
+            .limit_bytes
+            .is_some_and(|limit| self.bytes + entry.pkt.wire_len() > limit);
+        if too_many || too_big {
+            return Err(entry);
+        }
+        let info = self.classify(&entry.pkt);
+        if info.is_none() {
+            self.stats.not_acks += 1;
+        }
+        self.bytes += entry.pkt.wire_len();
+        self.entries.push_back(Held {
+            entry,
+            info,
+            merged: 0,
+            merged_bytes: 0,
+        });
+        if let Some(a) = info {
+            if let Some(f) = self.flows.get_mut(&a.flow) {
+                f.queued += 1;
+            }
+            self.remove_superseded(a.flow);
+        }
+        Ok(())
+    }
+
+    fn dequeue(&mut self, _now: Instant) -> Option<QueuedPacket> {
+        let i = self.next_index()?;
+        let mut held = self.entries.remove(i)?;
+        self.bytes -= held.entry.pkt.wire_len();
+        if let Some(a) = held.info {
+            if let Some(f) = self.flows.get_mut(&a.flow) {
+                f.queued = f.queued.saturating_sub(1);
+            }
+        }
+        if self.mode == AckMode::Compaction && held.merged > 0 {
+            self.encapsulate(&mut held);
+        }
+        Some(held.entry)
+    }
+
+    fn len_packets(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn len_bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    fn removed(&self) -> u64 {
+        self.stats.removed
+    }
+}

@@ -1,0 +1,578 @@
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use etherparse::{Ipv4HeaderSlice, TcpHeaderSlice};
+use proptest::prelude::*;
+
+use super::trailer::{self, Trailer};
+use super::*;
+use crate::link::{QueueDisc, QueuedPacket};
+use crate::node::{Node, Packet, PortId, MAX_HEADER};
+use crate::time::{Duration, Instant};
+use crate::wire::{
+    emit_ipv4_tcp, parse_ipv4_tcp, Ipv4Repr, SackBlocks, SeqNumber, TcpFlags, TcpRepr, IPPROTO_TCP,
+};
+
+const SRC: Ipv4Addr = Ipv4Addr::new(10, 0, 3, 1);
+const TUN_SRC: Ipv4Addr = Ipv4Addr::new(192, 168, 3, 1);
+const TUN_DST: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 1);
+
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Pure,
+    Data,
+    Fin,
+    Urg,
+    Sack,
+}
+
+fn seg(flow: u8, ack: u32, kind: Kind, id: u64) -> Packet {
+    let ip = Ipv4Repr {
+        src: SRC,
+        dst: Ipv4Addr::new(10, 0, 0, 1),
+        protocol: IPPROTO_TCP,
+        ttl: 64,
+        ident: id as u16,
+        dscp_ecn: 0,
+        payload_len: 0,
+    };
+    let mut tcp = TcpRepr {
+        src_port: 5000 + u16::from(flow),
+        dst_port: 40001,
+        seq: SeqNumber(1),
+        ack: Some(SeqNumber(ack)),
+        window: 50000,
+        ..TcpRepr::default()
+    };
+    match kind {
+        Kind::Pure => {}
+        Kind::Data => tcp.payload_len = 100,
+        Kind::Fin => tcp.flags = TcpFlags::FIN,
+        Kind::Urg => tcp.flags = TcpFlags::URG,
+        Kind::Sack => {
+            let mut s = SackBlocks::default();
+            s.push(SeqNumber(ack + 1000), SeqNumber(ack + 2000));
+            tcp.sack = s;
+        }
+    }
+    let mut p = Packet::build(tcp.payload_len, |b| emit_ipv4_tcp(&ip, &tcp, b));
+    p.id = id;
+    p.flow = u32::from(flow);
+    p
+}
+
+fn queue(mode: AckMode, low: u32, high: u32) -> AckQueue {
+    let cfg = AckQueueConfig {
+        low_water: low,
+        high_water: high,
+        tunnel_src: Some(TUN_SRC),
+        tunnel_dst: Some(TUN_DST),
+        ..AckQueueConfig::default()
+    };
+    AckQueue::new(mode, &cfg, Some(1000), None)
+}
+
+fn offer(q: &mut AckQueue, p: Packet) {
+    let e = QueuedPacket {
+        pkt: p,
+        arrival: 0,
+        enqueued_at: Instant::ZERO,
+    };
+    assert!(q.enqueue(Instant::ZERO, e).is_ok());
+}
+
+fn ids(q: &AckQueue) -> Vec<u64> {
+    q.iter().map(|e| e.pkt.id).collect()
+}
+
+#[test]
+fn suppression_waits_for_the_low_water_mark_then_leaves_the_newest() {
+    let mut q = queue(AckMode::Suppression, 4, 60);
+    for k in 1..=10u32 {
+        offer(&mut q, seg(0, 1024 * k, Kind::Pure, u64::from(k)));
+    }
+    // 1 has no known predecessor (never removed); at 5 queued, 2–4 go; at 8 queued again, 5–7.
+    assert_eq!(ids(&q), [1, 8, 9, 10]);
+    assert_eq!((q.stats().removed, q.removed()), (6, 6));
+    assert_eq!(q.len_bytes(), 4 * 40);
+}
+
+#[test]
+fn suppression_keeps_one_ack_per_high_water_run() {
+    let mut q = queue(AckMode::Suppression, 0, 5);
+    for k in 1..=10u32 {
+        offer(&mut q, seg(0, 1024 * k, Kind::Pure, u64::from(k)));
+    }
+    // 7 stands for 2..=6 (five, the high water mark): 7 itself stays; 10 stands for 8 and 9.
+    assert_eq!(ids(&q), [1, 7, 10]);
+    assert_eq!(q.dequeue(Instant::ZERO).map(|e| e.pkt.id), Some(1));
+    offer(&mut q, seg(0, 1024 * 11, Kind::Pure, 11));
+    assert_eq!(ids(&q), [7, 11], "11 takes over 10's run (3)");
+}
+
+#[test]
+fn duplicates_and_their_first_ack_stay() {
+    let mut q = queue(AckMode::Suppression, 0, 60);
+    let acks = [1, 2, 3, 3, 3, 3, 4, 5];
+    for (i, &a) in acks.iter().enumerate() {
+        offer(&mut q, seg(0, 1024 * a, Kind::Pure, i as u64));
+    }
+    // 2 goes (3 supersedes it); the first 3 stays (next is no greater) and so do the 3
+    // duplicates; 4 goes (5 supersedes it).
+    assert_eq!(ids(&q), [0, 2, 3, 4, 5, 7]);
+}
+
+#[test]
+fn filtering_replace_head_takes_the_removed_place() {
+    let cfg = AckQueueConfig {
+        replace_head: true,
+        ..AckQueueConfig::default()
+    };
+    let mut q = AckQueue::new(AckMode::Filtering, &cfg, Some(100), None);
+    offer(&mut q, seg(0, 1024, Kind::Pure, 0));
+    q.dequeue(Instant::ZERO);
+    offer(&mut q, seg(0, 2048, Kind::Pure, 1));
+    offer(&mut q, seg(1, 1024, Kind::Data, 2));
+    offer(&mut q, seg(0, 3072, Kind::Pure, 3));
+    // 3 removes 1 and takes its place, ahead of flow 1's data.
+    assert_eq!(ids(&q), [3, 2]);
+}
+
+#[test]
+fn filtering_acks_first_skips_data_of_other_flows_only() {
+    let cfg = AckQueueConfig {
+        acks_first: true,
+        ..AckQueueConfig::default()
+    };
+    let mut q = AckQueue::new(AckMode::Filtering, &cfg, Some(100), None);
+    offer(&mut q, seg(1, 500, Kind::Data, 0));
+    offer(&mut q, seg(1, 600, Kind::Pure, 1));
+    offer(&mut q, seg(0, 1024, Kind::Pure, 2));
+    let order: Vec<u64> = std::iter::from_fn(|| q.dequeue(Instant::ZERO))
+        .map(|e| e.pkt.id)
+        .collect();
+    // Flow 1's ACK may not overtake flow 1's data; flow 0's ACK may.
+    assert_eq!(order, [2, 0, 1]);
+}
+
+#[test]
+fn compaction_then_expansion_restores_the_ack_stream() {
+    let mut q = queue(AckMode::Compaction, 4, 60);
+    for k in 1..=10u32 {
+        offer(&mut q, seg(0, 1024 * k, Kind::Pure, u64::from(k)));
+    }
+    let sent: Vec<Packet> = std::iter::from_fn(|| q.dequeue(Instant::ZERO))
+        .map(|e| e.pkt)
+        .collect();
+    assert_eq!(sent.len(), 4);
+    assert_eq!(q.stats().compacted_sent, 1);
+    // The second packet is tunnelled: 20 + 40 + 3 bytes, trailer 6 ACKs / 6144 bytes.
+    let t = trailer::parse(sent[1].header(), 0).expect("tunnel");
+    assert_eq!(sent[1].header_len(), 63);
+    assert_eq!(
+        t.trailer,
+        Some(Trailer {
+            count: 6,
+            bytes: 6144
+        })
+    );
+    assert_eq!((t.src, t.dst), (TUN_SRC, TUN_DST));
+    let mut acks = Vec::new();
+    for p in &sent {
+        let mut out = Vec::new();
+        match AckExpander::expand(p, |a| a == TUN_SRC, &mut out) {
+            Ok(_) => {}
+            Err(_) => out.push(p.clone()), // not tunnelled
+        }
+        for o in out {
+            acks.push(
+                parse_ipv4_tcp(o.header(), 0)
+                    .expect("valid")
+                    .1
+                    .ack
+                    .expect("ack")
+                    .0,
+            );
+        }
+    }
+    let expect: Vec<u32> = (1..=10).map(|k| 1024 * k).collect();
+    assert_eq!(acks, expect);
+}
+
+#[test]
+fn compaction_stops_merging_at_the_trailer_limits() {
+    // 200 ACKs of 1000 bytes each: the byte total caps a survivor at 65 ACKs (65 000 bytes).
+    let mut q = queue(AckMode::Compaction, 0, 1000);
+    for k in 1..=200u32 {
+        offer(&mut q, seg(0, 1000 * k, Kind::Pure, u64::from(k)));
+    }
+    let sent: Vec<Packet> = std::iter::from_fn(|| q.dequeue(Instant::ZERO))
+        .map(|e| e.pkt)
+        .collect();
+    for p in &sent {
+        if let Ok(t) = trailer::parse(p.header(), 0) {
+            let tr = t.trailer.expect("trailer");
+            assert!(u32::from(tr.bytes) <= 65_535 && tr.bytes == u16::from(tr.count) * 1000);
+        }
+    }
+    // 200 = 1 (first, no predecessor) + survivors each standing for at most 66 ACKs.
+    assert_eq!(sent.len(), 5);
+}
+
+/// An independent checksum check (etherparse's own routines, not ours).
+fn etherparse_checksums_ok(h: &[u8]) -> bool {
+    let (Ok(ip), Ok(tcp)) = (
+        Ipv4HeaderSlice::from_slice(h),
+        TcpHeaderSlice::from_slice(&h[20..]),
+    ) else {
+        return false;
+    };
+    ip.to_header().calc_header_checksum() == ip.header_checksum()
+        && tcp.calc_checksum_ipv4(&ip, &[]).ok() == Some(tcp.checksum())
+}
+
+fn tunnel(ack: u32, count: u8, bytes: u16, src: Ipv4Addr, kind: Kind) -> Packet {
+    let inner = seg(0, ack, kind, 9);
+    let mut buf = [0u8; MAX_HEADER];
+    let n = trailer::encapsulate(
+        inner.header(),
+        Trailer { count, bytes },
+        src,
+        TUN_DST,
+        1,
+        &mut buf,
+    )
+    .expect("fits");
+    Packet::new(&buf[..n], 0)
+}
+
+#[test]
+fn expander_steps_acks_up_to_the_received_one_with_valid_checksums() {
+    let cfg = AckExpanderConfig {
+        compactors: vec![TUN_SRC],
+        ..AckExpanderConfig::default()
+    };
+    let mut x = AckExpander::new(&cfg);
+    x.handle_packet(
+        Instant::ZERO,
+        PortId(1),
+        tunnel(100_000, 3, 1000, TUN_SRC, Kind::Pure),
+    );
+    let out: Vec<Packet> = std::iter::from_fn(|| x.poll_transmit(Instant::ZERO))
+        .map(|t| t.pkt)
+        .collect();
+    let acks: Vec<u32> = out
+        .iter()
+        .map(|p| {
+            assert!(etherparse_checksums_ok(p.header()), "checksum");
+            parse_ipv4_tcp(p.header(), 0)
+                .expect("valid")
+                .1
+                .ack
+                .expect("ack")
+                .0
+        })
+        .collect();
+    // 1000 bytes over 3 ACKs: 100 000 − (1000 − ⌊j·1000/3⌋) for j = 0, 1, 2, then the received 100 000.
+    assert_eq!(acks, [99_000, 99_333, 99_666, 100_000]);
+    assert_eq!(x.stats().regenerated, 3);
+}
+
+#[test]
+fn expander_drops_and_counts_forgeries_and_strangers() {
+    let cfg = AckExpanderConfig {
+        compactors: vec![TUN_SRC],
+        ..AckExpanderConfig::default()
+    };
+    let mut x = AckExpander::new(&cfg);
+    let t0 = Instant::ZERO;
+    x.handle_packet(
+        t0,
+        PortId(1),
+        tunnel(5000, 3, 3000, Ipv4Addr::new(6, 6, 6, 6), Kind::Pure),
+    );
+    x.handle_packet(t0, PortId(1), tunnel(5000, 0, 3000, TUN_SRC, Kind::Pure)); // zero count
+    x.handle_packet(t0, PortId(1), tunnel(5000, 9, 8, TUN_SRC, Kind::Pure)); // bytes < count
+    let mut bad = tunnel(5000, 3, 3000, TUN_SRC, Kind::Pure);
+    bad.header_mut()[20 + 28] ^= 1; // inner ack changed: inner TCP checksum wrong
+    x.handle_packet(t0, PortId(1), bad);
+    let mut short = tunnel(5000, 3, 3000, TUN_SRC, Kind::Pure);
+    let h = short.header()[..short.header_len() - 1].to_vec();
+    short.set_header(&h); // outer length now disagrees
+    x.handle_packet(t0, PortId(1), short);
+    assert!(x.poll_transmit(t0).is_none());
+    assert_eq!((x.stats().unknown_source, x.stats().malformed), (1, 4));
+    // Data packets with a trailer are refused too.
+    let mut inner = seg(0, 5000, Kind::Data, 1);
+    inner.payload_len = 0; // header claims 100 bytes of data: inner lengths disagree
+    x.handle_packet(t0, PortId(1), tunnel(5000, 1, 100, TUN_SRC, Kind::Data));
+    assert_eq!(x.stats().malformed, 5);
+}
+
+#[test]
+fn spacing_releases_n_tokens_per_ack_tov() {
+    let cfg = AckExpanderConfig {
+        compactors: vec![TUN_SRC],
+        spacing: true,
+        spacing_tokens: 4,
+        ..AckExpanderConfig::default()
+    };
+    let mut x = AckExpander::new(&cfg);
+    let mut log: Vec<(u64, u32)> = Vec::new();
+    let ms = |m: u64| Instant::ZERO + Duration::from_millis(m);
+    let drain = |x: &mut AckExpander, now: Instant, log: &mut Vec<(u64, u32)>| {
+        while let Some(t) = x.poll_transmit(now) {
+            let a = parse_ipv4_tcp(t.pkt.header(), 0)
+                .expect("ack")
+                .1
+                .ack
+                .expect("a")
+                .0;
+            log.push((now.as_nanos() / 1_000_000, a));
+        }
+    };
+    let step_to = |x: &mut AckExpander, end: u64, log: &mut Vec<(u64, u32)>| {
+        while let Some(t) = x.poll_timeout().filter(|&t| t <= ms(end)) {
+            x.handle_timeout(t);
+            drain(x, t, log);
+        }
+    };
+    // Normal ACKs every 20 ms: released at once; the mean inter-arrival becomes 20 ms.
+    for k in 0..5u64 {
+        x.handle_packet(
+            ms(20 * k),
+            PortId(1),
+            seg(0, 1000 * (k as u32 + 1), Kind::Pure, k),
+        );
+        drain(&mut x, ms(20 * k), &mut log);
+    }
+    // A compacted ACK standing for 8 at 100 ms: ack_iat = 20 ms (the normal mean).
+    x.handle_packet(
+        ms(100),
+        PortId(1),
+        tunnel(13_000, 7, 7000, TUN_SRC, Kind::Pure),
+    );
+    drain(&mut x, ms(100), &mut log);
+    step_to(&mut x, 299, &mut log);
+    // The next, standing for 10, 200 ms later: ack_iat = 20 ms again.
+    x.handle_packet(
+        ms(300),
+        PortId(1),
+        tunnel(23_000, 9, 9_000, TUN_SRC, Kind::Pure),
+    );
+    drain(&mut x, ms(300), &mut log);
+    step_to(&mut x, 1000, &mut log);
+    let times: Vec<u64> = log.iter().map(|&(t, _)| t).collect();
+    #[rustfmt::skip]
+    assert_eq!(times, [
+        0, 20, 40, 60, 80,
+        100, 180, 180, 180, 180, 240, 240, 240,
+        300, 380, 380, 380, 380, 460, 460, 460, 460, 480,
+    ]);
+    let acks: Vec<u32> = log.iter().map(|&(_, a)| a).collect();
+    assert!(acks.windows(2).all(|w| w[0] < w[1]), "order kept: {acks:?}");
+}
+
+#[test]
+fn fuzz_body_smoke_deterministic() {
+    let mut rng = crate::rand::Rng::new(7, 0);
+    for _ in 0..2000 {
+        let len = (rng.next_u32() % 130) as usize;
+        let data: Vec<u8> = (0..len).map(|_| rng.next_u32() as u8).collect();
+        fuzzing::expander_input(&data);
+    }
+}
+
+/// One step of a random return-link workload.
+#[derive(Clone, Debug)]
+enum Op {
+    /// An ACK-bearing segment of `flow`: `adv` = 0 repeats the flow's last ack (a duplicate).
+    Arrive { flow: u8, adv: u16, kind: u8 },
+    /// The link takes the head.
+    Send,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (0u8..3, prop_oneof![Just(0u16), 1u16..3000], 0u8..10)
+            .prop_map(|(flow, adv, kind)| Op::Arrive { flow, adv, kind }),
+        1 => Just(Op::Send),
+    ]
+}
+
+/// Run `ops` through `q`; returns (packets sent in order, the arrival facts by id).
+/// Per packet id: (flow, protected, ack number).
+type Facts = BTreeMap<u64, (u8, bool, u32)>;
+
+fn run(q: &mut AckQueue, ops: &[Op]) -> (Vec<Packet>, Facts) {
+    let mut last = [1000u32; 3];
+    let mut facts = BTreeMap::new(); // id → (flow, protected, ack)
+    let mut sent = Vec::new();
+    let mut next_id = 0;
+    for op in ops {
+        match *op {
+            Op::Arrive { flow, adv, kind } => {
+                let kind = match kind {
+                    0 => Kind::Data,
+                    1 => Kind::Fin,
+                    2 => Kind::Urg,
+                    3 => Kind::Sack,
+                    _ => Kind::Pure,
+                };
+                let f = usize::from(flow);
+                let ack = last[f] + u32::from(adv);
+                let dup = adv == 0;
+                last[f] = ack;
+                let protected = dup || !matches!(kind, Kind::Pure);
+                facts.insert(next_id, (flow, protected, ack));
+                offer(q, seg(flow, ack, kind, next_id));
+                next_id += 1;
+            }
+            Op::Send => sent.extend(q.dequeue(Instant::ZERO).map(|e| e.pkt)),
+        }
+    }
+    sent.extend(std::iter::from_fn(|| q.dequeue(Instant::ZERO)).map(|e| e.pkt));
+    (sent, facts)
+}
+
+fn check_invariants(q: &AckQueue, sent: &[Packet], facts: &Facts) -> Result<(), TestCaseError> {
+    let ids: Vec<u64> = sent.iter().map(|p| p.id).collect();
+    prop_assert_eq!(q.len_packets(), 0);
+    prop_assert_eq!(q.len_bytes(), 0);
+    prop_assert_eq!(ids.len() as u64 + q.stats().removed, facts.len() as u64);
+    for (id, &(_, protected, _)) in facts {
+        if protected {
+            prop_assert!(ids.contains(id), "protected packet {} was removed", id);
+        }
+    }
+    for flow in 0..3u8 {
+        let of_flow: Vec<u64> = ids.iter().copied().filter(|i| facts[i].0 == flow).collect();
+        prop_assert!(
+            of_flow.windows(2).all(|w| w[0] < w[1]),
+            "flow {} reordered",
+            flow
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #[test]
+    fn suppression_never_removes_protected_acks_or_reorders(
+        ops in proptest::collection::vec(op(), 1..300), low in 0u32..6, high in 1u32..80
+    ) {
+        let mut q = queue(AckMode::Suppression, low, high);
+        let (sent, facts) = run(&mut q, &ops);
+        check_invariants(&q, &sent, &facts)?;
+    }
+
+    #[test]
+    fn filtering_never_removes_protected_acks_or_reorders(
+        ops in proptest::collection::vec(op(), 1..300), replace_head: bool, acks_first: bool
+    ) {
+        let cfg = AckQueueConfig { replace_head, acks_first, ..AckQueueConfig::default() };
+        let mut q = AckQueue::new(AckMode::Filtering, &cfg, Some(1000), None);
+        let (sent, facts) = run(&mut q, &ops);
+        check_invariants(&q, &sent, &facts)?;
+    }
+
+    #[test]
+    fn compaction_expands_back_to_every_cumulative_ack(
+        ops in proptest::collection::vec(op(), 1..300), low in 0u32..6, high in 1u32..300
+    ) {
+        let mut q = queue(AckMode::Compaction, low, high);
+        let (sent, facts) = run(&mut q, &ops);
+        check_invariants(&q, &sent, &facts)?;
+        // Expanded, each flow's ACK numbers never go down, every protected and every sent ACK
+        // number appears, and the regenerated count equals the removed count.
+        let mut regenerated = 0;
+        let mut per_flow: BTreeMap<u8, Vec<u32>> = BTreeMap::new();
+        for p in &sent {
+            let mut out = Vec::new();
+            match AckExpander::expand(p, |a| a == TUN_SRC, &mut out) {
+                Ok(n) => {
+                    fuzzing::check_output(p, &out);
+                    regenerated += n as u64 - 1;
+                }
+                Err(_) => out.push(p.clone()),
+            }
+            for o in out {
+                let (_, tcp) = parse_ipv4_tcp(o.header(), o.payload_len).expect("valid");
+                per_flow.entry(facts[&p.id].0).or_default().push(tcp.ack.expect("ack").0);
+            }
+        }
+        prop_assert_eq!(regenerated, q.stats().removed);
+        for acks in per_flow.values() {
+            prop_assert!(acks.windows(2).all(|w| w[0] <= w[1]));
+        }
+    }
+
+    #[test]
+    fn expander_fuzz_body_never_panics(data in proptest::collection::vec(any::<u8>(), 0..140)) {
+        fuzzing::expander_input(&data);
+    }
+}
+
+#[test]
+fn a_compacting_link_accounts_for_every_packet() {
+    use crate::link::{Link, LinkConfig, QueueConfig, QueueKind};
+    use crate::time::Bitrate;
+    let config = LinkConfig {
+        rate: Bitrate(9600),
+        delay: Duration::from_millis(200),
+        queue: QueueConfig {
+            kind: QueueKind::AckCompaction,
+            ack: AckQueueConfig {
+                tunnel_src: Some(TUN_SRC),
+                tunnel_dst: Some(TUN_DST),
+                ..AckQueueConfig::default()
+            },
+            ..QueueConfig::default()
+        },
+        ..LinkConfig::default()
+    };
+    assert_eq!(config.validate(), Ok(()));
+    let mut l = Link::new(&config, crate::rand::Rng::new(1, 1));
+    // 100 ACKs 1 ms apart: a 40-byte ACK takes 33 ms at 9.6 kb/s, so the queue builds up.
+    let mut out = Vec::new();
+    for k in 0..100u32 {
+        let now = Instant::ZERO + Duration::from_millis(u64::from(k));
+        l.handle_timeout(now);
+        l.handle_packet(
+            now,
+            PortId(0),
+            seg(0, 1024 * (k + 1), Kind::Pure, u64::from(k)),
+        );
+        out.extend(std::iter::from_fn(|| l.poll_transmit(now)).map(|t| t.pkt));
+    }
+    let mut now = Instant::ZERO + Duration::from_millis(100);
+    while let Some(t) = l.poll_timeout() {
+        now = now.max(t);
+        l.handle_timeout(now);
+        out.extend(std::iter::from_fn(|| l.poll_transmit(now)).map(|t| t.pkt));
+    }
+    let st = l.stats();
+    assert_eq!(st.arrivals, 100);
+    assert_eq!(
+        st.arrivals,
+        st.delivered_packets + st.removed + st.queue_drops
+    );
+    // Expanded at the hub, the 100 ACK numbers come back exactly.
+    let mut acks = Vec::new();
+    for p in &out {
+        let mut x = Vec::new();
+        if AckExpander::expand(p, |a| a == TUN_SRC, &mut x).is_err() {
+            x.push(p.clone());
+        }
+        acks.extend(x.iter().map(|o| {
+            parse_ipv4_tcp(o.header(), 0)
+                .expect("ok")
+                .1
+                .ack
+                .expect("a")
+                .0
+        }));
+    }
+    assert_eq!(acks, (1..=100).map(|k| 1024 * k).collect::<Vec<u32>>());
+    assert!(st.delivered_packets < 20, "{st:?}");
+}

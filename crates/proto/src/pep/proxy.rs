@@ -1,0 +1,320 @@
+//! The split-TCP relay as a middlebox: a flow table keyed by the 4-tuple, one [`SplitFlow`]
+//! per split connection (RFC 3135 §2.1.1, "split connections"; Karaliopoulos et al.'s
+//! "split Reno–SACK").
+//!
+//! Decisions, each with its reason:
+//!
+//! - **Handshake: local SYN-ACK.** The accept half answers the opener's SYN at once while the
+//!   connect half opens its own connection to the listener. This saves the opener one satellite
+//!   round trip, which is what a PEP is for; the price is that the opener is told "connected"
+//!   before the listener has said anything. If the listener refuses (RST) or does not answer
+//!   within `connect_timeout`, the opener gets a RST — the closest truthful thing it can still
+//!   be told (RFC 3135 §4.2 lists this loss of end-to-end semantics).
+//! - **FIN** is passed on only after every byte before it has been handed to the other half;
+//!   each half closes on its own, so a half-closed connection stays half-closed end to end.
+//! - **RST** from either end resets the other end at once and frees the flow: data still in the
+//!   gateway's buffer is lost, and the sender has been told (by our ACKs) that it was
+//!   delivered. That is the end-to-end-semantics cost of splitting, stated rather than hidden.
+//! - **Memory**: each half's receive buffer is `buffer_per_conn`, so each direction of a flow
+//!   holds at most that much; a new connection is split only while `buffer_total` can cover
+//!   the worst case of all split flows (2 × `buffer_per_conn` each). Beyond that connections
+//!   pass through unsplit (end to end, counted in `unsplit_over_limit`), which never breaks
+//!   them and keeps the bound strict.
+//! - **Transparency**: the halves use the end hosts' addresses, so neither host can tell; the
+//!   router must be on both directions' path (the scenario's routes ensure it).
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use serde::{Deserialize, Serialize};
+
+use super::split_flow::{Side, SplitFlow};
+use crate::tcp::{TcpConfig, TcpEndpoint};
+use crate::time::{Duration, Instant};
+use crate::units::ByteSize;
+use crate::wire::{parse_ipv4_tcp, TcpFlags};
+use crate::{Node, Packet, PortId, Transmit};
+
+/// Settings of the split-TCP relay (`middlebox = { kind = "split_tcp", … }`).
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SplitConfig {
+    /// Split only connections to these destination ports; empty: every TCP connection.
+    pub ports: Vec<u16>,
+    /// Gateway buffer per connection and direction; replaces `recv_buffer` of both halves.
+    /// Default `"1MB"`.
+    pub buffer_per_conn: ByteSize,
+    /// Gateway buffer for all connections together. Default `"64MB"`.
+    pub buffer_total: ByteSize,
+    /// Give up (RST both ways) when the listener has not completed its handshake by then.
+    /// Default `"75s"` (the common BSD connection-establishment timer).
+    pub connect_timeout: Duration,
+    /// TCP settings of the half that answers the opener (for a download: the terrestrial side).
+    pub tcp_accept: TcpConfig,
+    /// TCP settings of the half that opens toward the listener (for a download: the satellite
+    /// side, e.g. a larger `send_buffer` and SACK).
+    pub tcp_connect: TcpConfig,
+}
+
+impl Default for SplitConfig {
+    fn default() -> Self {
+        Self {
+            ports: Vec::new(),
+            buffer_per_conn: ByteSize(1_000_000),
+            buffer_total: ByteSize(64_000_000),
+            connect_timeout: Duration::from_secs(75),
+            tcp_accept: TcpConfig::default(),
+            tcp_connect: TcpConfig::default(),
+        }
+    }
+}
+
+impl SplitConfig {
+    /// Check values a scenario could get wrong; the message starts with the key.
+    pub fn validate(&self) -> Result<(), String> {
+        let mss = u64::from(self.tcp_accept.mss.max(self.tcp_connect.mss));
+        if self.buffer_per_conn.bytes() < mss {
+            return Err(format!(
+                "buffer_per_conn: {} bytes is less than one segment ({mss})",
+                self.buffer_per_conn.bytes()
+            ));
+        }
+        if self.buffer_total.bytes() < 2 * self.buffer_per_conn.bytes() {
+            return Err(
+                "buffer_total: must hold at least one connection (2 × buffer_per_conn)".into(),
+            );
+        }
+        if self.tcp_accept.mss == 0 || self.tcp_connect.mss == 0 {
+            return Err("tcp_accept.mss / tcp_connect.mss: must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// Counters of the relay.
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq, Serialize)]
+pub struct SplitStats {
+    /// Connections split.
+    pub flows_split: u64,
+    /// Connections passed through unsplit because `buffer_total` was committed.
+    pub unsplit_over_limit: u64,
+    /// Split connections that ended in a RST (from an end, or the connect timeout).
+    pub flows_aborted: u64,
+    /// Packets forwarded untouched (not TCP, not split, not parseable).
+    pub passed_through: u64,
+    /// Bytes the gateway holds now, all flows and directions.
+    pub buffer_bytes: u64,
+    /// Largest `buffer_bytes` seen.
+    pub max_buffer_bytes: u64,
+    /// Largest buffer of one flow and direction seen.
+    pub max_flow_buffer_bytes: u64,
+}
+
+/// A snapshot of one split connection (for time series: Karaliopoulos et al.'s Fig. 4).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SplitFlowInfo {
+    /// Opener address and port.
+    pub opener: (Ipv4Addr, u16),
+    /// Listener address and port.
+    pub listener: (Ipv4Addr, u16),
+    /// Bytes held opener → listener, listener → opener.
+    pub buffered: [u64; 2],
+    /// Congestion window of the connect half (the gateway's satellite-side sender), bytes.
+    pub connect_cwnd: u64,
+    /// Bytes in flight of the connect half.
+    pub connect_in_flight: u64,
+    /// Window the connect half's peer advertises, bytes.
+    pub connect_snd_wnd: u64,
+}
+
+/// Key of a split connection: (opener, listener).
+type FlowKey = ((Ipv4Addr, u16), (Ipv4Addr, u16));
+
+/// The split-TCP relay middlebox.
+#[derive(Clone, Debug)]
+pub struct SplitRelay {
+    config: SplitConfig,
+    /// Ordered, so that timers run in the same order on every run.
+    flows: BTreeMap<FlowKey, SplitFlow>,
+    out: Vec<Packet>,
+    sent: usize,
+    next_id: u64,
+    stats: SplitStats,
+    iss: u32,
+}
+
+/// Packet ids of middlebox-made packets start here, apart from hosts' ids.
+const ID_BASE: u64 = 1 << 60;
+
+impl SplitRelay {
+    /// A relay with no connections.
+    pub fn new(config: SplitConfig) -> Self {
+        Self {
+            config,
+            flows: BTreeMap::new(),
+            out: Vec::new(),
+            sent: 0,
+            next_id: ID_BASE,
+            stats: SplitStats::default(),
+            iss: 0x5eed_0000,
+        }
+    }
+
+    /// Counters (buffer fields as of the last input).
+    pub fn stats(&self) -> SplitStats {
+        self.stats
+    }
+
+    /// The split connections now open.
+    pub fn flows(&self) -> impl Iterator<Item = SplitFlowInfo> + '_ {
+        self.flows.values().map(|f| {
+            let (opener, listener) = f.ends();
+            let c = &f.connect.ep;
+            SplitFlowInfo {
+                opener,
+                listener,
+                buffered: f.buffered(),
+                connect_cwnd: c.cwnd(),
+                connect_in_flight: c.bytes_in_flight(),
+                connect_snd_wnd: c.snd_wnd(),
+            }
+        })
+    }
+
+    fn committed(&self) -> u64 {
+        self.flows.len() as u64 * 2 * self.config.buffer_per_conn.bytes()
+    }
+
+    fn open(&mut self, now: Instant, key: FlowKey, syn: &crate::wire::TcpRepr) -> bool {
+        if !self.config.ports.is_empty() && !self.config.ports.contains(&key.1 .1) {
+            return false;
+        }
+        if self.committed() + 2 * self.config.buffer_per_conn.bytes()
+            > self.config.buffer_total.bytes()
+        {
+            self.stats.unsplit_over_limit += 1;
+            return false;
+        }
+        let per_conn = self.config.buffer_per_conn;
+        let mut ca = self.config.tcp_accept.clone();
+        ca.recv_buffer = per_conn;
+        let mut cc = self.config.tcp_connect.clone();
+        cc.recv_buffer = per_conn;
+        // Distinct initial sequence numbers per half and flow (RFC 9293 §3.4.1 wants them
+        // unpredictable; a deterministic simulator wants them reproducible).
+        self.iss = self.iss.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        let accept = TcpEndpoint::new(ca, key.1, key.0, self.iss);
+        let connect = TcpEndpoint::new(cc, key.0, key.1, self.iss.rotate_left(16));
+        let flow = SplitFlow::new(now, syn, accept, connect, now + self.config.connect_timeout);
+        self.flows.insert(key, flow);
+        self.stats.flows_split += 1;
+        true
+    }
+
+    fn after(&mut self, key: FlowKey) {
+        let Some(f) = self.flows.get(&key) else {
+            return;
+        };
+        if f.is_finished() {
+            if f.aborted {
+                self.stats.flows_aborted += 1;
+            }
+            self.flows.remove(&key);
+        }
+    }
+
+    fn update_buffer_stats(&mut self) {
+        let mut total = 0;
+        for f in self.flows.values() {
+            let b = f.buffered();
+            self.stats.max_flow_buffer_bytes = self.stats.max_flow_buffer_bytes.max(b[0]).max(b[1]);
+            total += b[0] + b[1];
+        }
+        self.stats.buffer_bytes = total;
+        self.stats.max_buffer_bytes = self.stats.max_buffer_bytes.max(total);
+    }
+}
+
+impl Node for SplitRelay {
+    fn handle_packet(&mut self, now: Instant, _port: PortId, pkt: Packet) {
+        let Ok((ip, seg)) = parse_ipv4_tcp(pkt.header(), pkt.payload_len) else {
+            self.stats.passed_through += 1;
+            self.out.push(pkt);
+            return;
+        };
+        let (src, dst) = ((ip.src, seg.src_port), (ip.dst, seg.dst_port));
+        let (key, side) = if self.flows.contains_key(&(src, dst)) {
+            ((src, dst), Side::Accept)
+        } else if self.flows.contains_key(&(dst, src)) {
+            ((dst, src), Side::Connect)
+        } else if seg.flags.contains(TcpFlags::SYN)
+            && seg.ack.is_none()
+            && self.open(now, (src, dst), &seg)
+        {
+            // The SYN went to the new accept half in `open`.
+            let mut out = std::mem::take(&mut self.out);
+            if let Some(f) = self.flows.get_mut(&(src, dst)) {
+                f.handle_timeout(now, &mut out);
+            }
+            self.out = out;
+            self.update_buffer_stats();
+            return;
+        } else {
+            self.stats.passed_through += 1;
+            self.out.push(pkt);
+            return;
+        };
+        let mut out = std::mem::take(&mut self.out);
+        if let Some(f) = self.flows.get_mut(&key) {
+            f.handle_segment(now, side, &seg, &mut out);
+        }
+        self.out = out;
+        self.update_buffer_stats();
+        self.after(key);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        let due: Vec<FlowKey> = self
+            .flows
+            .iter()
+            .filter(|(_, f)| f.poll_timeout().is_some_and(|t| t <= now))
+            .map(|(k, _)| *k)
+            .collect();
+        let mut out = std::mem::take(&mut self.out);
+        for key in &due {
+            if let Some(f) = self.flows.get_mut(key) {
+                f.handle_timeout(now, &mut out);
+            }
+        }
+        self.out = out;
+        self.update_buffer_stats();
+        for key in due {
+            self.after(key);
+        }
+    }
+
+    fn poll_transmit(&mut self, _now: Instant) -> Option<Transmit> {
+        if self.sent == self.out.len() {
+            self.out.clear();
+            self.sent = 0;
+            return None;
+        }
+        let mut pkt = std::mem::replace(&mut self.out[self.sent], Packet::new(&[], 0));
+        self.sent += 1;
+        if pkt.id == 0 {
+            pkt.id = self.next_id;
+            self.next_id += 1;
+        }
+        Some(Transmit {
+            port: PortId(0),
+            pkt,
+        })
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.flows
+            .values()
+            .filter_map(SplitFlow::poll_timeout)
+            .min()
+    }
+}

@@ -1,0 +1,266 @@
+//! One split connection: two [`TcpEndpoint`] halves joined by a relay buffer.
+//!
+//! The *accept* half answers the opener (it holds the listener's address as its own), the
+//! *connect* half opens a second connection to the listener (holding the opener's address), so
+//! both end hosts see their usual 4-tuple. Data received in order by one half is written into
+//! the other half's send buffer; it is *read* from the receiving half (freeing its window) only
+//! once the other half's peer has acknowledged it. The unread data of a half is therefore
+//! exactly what the gateway holds for that direction, and it can never exceed that half's
+//! receive buffer: the window it advertises shrinks as the buffer fills (backpressure).
+
+use std::net::Ipv4Addr;
+
+use crate::tcp::{State, TcpEndpoint};
+use crate::time::Instant;
+use crate::wire::{emit_ipv4_tcp, Ipv4Repr, SeqNumber, TcpFlags, TcpRepr, IPPROTO_TCP};
+use crate::Packet;
+
+/// One half of a split connection, with what is needed to reset its peer.
+#[derive(Clone, Debug)]
+pub(crate) struct Half {
+    pub(crate) ep: TcpEndpoint,
+    /// Right edge of the sequence space this half has sent (for a RST its peer accepts).
+    snd_edge: Option<SeqNumber>,
+    /// Last acknowledgement number this half sent.
+    last_ack: Option<SeqNumber>,
+    ident: u16,
+}
+
+impl Half {
+    fn new(ep: TcpEndpoint) -> Self {
+        Self {
+            ep,
+            snd_edge: None,
+            last_ack: None,
+            ident: 0,
+        }
+    }
+
+    fn packet(&mut self, seg: &TcpRepr) -> Packet {
+        let end = seg.seq + seg.segment_len();
+        self.snd_edge = Some(self.snd_edge.map_or(end, |e| e.max(end)));
+        if seg.ack.is_some() {
+            self.last_ack = seg.ack;
+        }
+        let ip = Ipv4Repr {
+            src: self.ep.local().0,
+            dst: self.ep.remote().0,
+            protocol: IPPROTO_TCP,
+            ttl: 64,
+            ident: self.ident,
+            dscp_ecn: 0,
+            payload_len: 0,
+        };
+        self.ident = self.ident.wrapping_add(1);
+        Packet::build(seg.payload_len, |buf| emit_ipv4_tcp(&ip, seg, buf))
+    }
+
+    /// A RST toward this half's peer, at the edge of what we sent (RFC 9293 §3.10.7.3: a RST is
+    /// accepted when its sequence number is in the receiver's window). `None` if we never sent.
+    fn reset(&mut self) -> Option<Packet> {
+        let seq = self.snd_edge?;
+        let seg = TcpRepr {
+            src_port: self.ep.local().1,
+            dst_port: self.ep.remote().1,
+            seq,
+            ack: self.last_ack,
+            flags: TcpFlags::RST,
+            ..TcpRepr::default()
+        };
+        Some(self.packet(&seg))
+    }
+}
+
+/// Which half a packet belongs to.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum Side {
+    /// Faces the host that opened the connection.
+    Accept,
+    /// Faces the host the connection was addressed to.
+    Connect,
+}
+
+/// A split connection.
+#[derive(Clone, Debug)]
+pub(crate) struct SplitFlow {
+    pub(crate) accept: Half,
+    pub(crate) connect: Half,
+    /// Bytes written into the other half so far: [accept → connect, connect → accept].
+    fed: [u64; 2],
+    fin_fed: [bool; 2],
+    /// The connect half must be established by then, or the flow is aborted.
+    pub(crate) connect_deadline: Instant,
+    pub(crate) aborted: bool,
+}
+
+impl SplitFlow {
+    /// A flow for an opener's SYN `syn` from `opener` to `listener`: the accept half answers it
+    /// at once (a local SYN-ACK), the connect half sends its own SYN.
+    pub(crate) fn new(
+        now: Instant,
+        syn: &TcpRepr,
+        mut accept: TcpEndpoint,
+        mut connect: TcpEndpoint,
+        connect_deadline: Instant,
+    ) -> Self {
+        accept.set_manual_read();
+        connect.set_manual_read();
+        accept.listen();
+        accept.handle_segment(now, syn);
+        connect.connect(now);
+        Self {
+            accept: Half::new(accept),
+            connect: Half::new(connect),
+            fed: [0; 2],
+            fin_fed: [false; 2],
+            connect_deadline,
+            aborted: false,
+        }
+    }
+
+    /// Endpoint addresses: (opener, listener).
+    pub(crate) fn ends(&self) -> ((Ipv4Addr, u16), (Ipv4Addr, u16)) {
+        (self.accept.ep.remote(), self.accept.ep.local())
+    }
+
+    /// A segment for `side` arrived. A RST aborts the whole flow (it is passed to the other end).
+    pub(crate) fn handle_segment(
+        &mut self,
+        now: Instant,
+        side: Side,
+        seg: &TcpRepr,
+        out: &mut Vec<Packet>,
+    ) {
+        if seg.flags.contains(TcpFlags::RST) {
+            self.half(side).ep.handle_segment(now, seg);
+            let other = match side {
+                Side::Accept => Side::Connect,
+                Side::Connect => Side::Accept,
+            };
+            self.abort_side(other, out);
+            self.aborted = true;
+            return;
+        }
+        self.half(side).ep.handle_segment(now, seg);
+        self.pump(now, out);
+    }
+
+    /// Run due timers of both halves and the connect deadline.
+    pub(crate) fn handle_timeout(&mut self, now: Instant, out: &mut Vec<Packet>) {
+        if !self.connect.ep.is_established() && now >= self.connect_deadline {
+            self.abort(out);
+            return;
+        }
+        self.accept.ep.handle_timeout(now);
+        self.connect.ep.handle_timeout(now);
+        self.pump(now, out);
+    }
+
+    /// Earliest instant this flow needs `handle_timeout`.
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        let deadline = (!self.connect.ep.is_established()).then_some(self.connect_deadline);
+        [
+            self.accept.ep.poll_timeout(),
+            self.connect.ep.poll_timeout(),
+            deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Reset both ends (the gateway gives up on the connection).
+    pub(crate) fn abort(&mut self, out: &mut Vec<Packet>) {
+        self.abort_side(Side::Accept, out);
+        self.abort_side(Side::Connect, out);
+        self.aborted = true;
+    }
+
+    fn abort_side(&mut self, side: Side, out: &mut Vec<Packet>) {
+        let h = self.half(side);
+        if h.ep.state() != State::Closed {
+            out.extend(h.reset());
+        }
+    }
+
+    fn half(&mut self, side: Side) -> &mut Half {
+        match side {
+            Side::Accept => &mut self.accept,
+            Side::Connect => &mut self.connect,
+        }
+    }
+
+    /// Move data between the halves, free what the far side acknowledged, pass FINs on, and
+    /// drain both halves' segments into `out`.
+    fn pump(&mut self, now: Instant, out: &mut Vec<Packet>) {
+        // Two rounds: sending can open room (an ACK frees send buffer only on input, but a
+        // FIN handed over in round one must reach the wire in the same call).
+        for _ in 0..2 {
+            relay(
+                now,
+                &mut self.accept.ep,
+                &mut self.connect.ep,
+                &mut self.fed[0],
+                &mut self.fin_fed[0],
+            );
+            relay(
+                now,
+                &mut self.connect.ep,
+                &mut self.accept.ep,
+                &mut self.fed[1],
+                &mut self.fin_fed[1],
+            );
+        }
+        for h in [&mut self.accept, &mut self.connect] {
+            while let Some(seg) = h.ep.poll_transmit(now) {
+                out.push(h.packet(&seg));
+            }
+        }
+    }
+
+    /// Bytes held for the direction opener → listener and listener → opener.
+    pub(crate) fn buffered(&self) -> [u64; 2] {
+        [
+            self.accept
+                .ep
+                .bytes_received()
+                .saturating_sub(self.connect.ep.bytes_acked()),
+            self.connect
+                .ep
+                .bytes_received()
+                .saturating_sub(self.accept.ep.bytes_acked()),
+        ]
+    }
+
+    /// Both halves are closed both ways, or the flow was aborted.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.aborted
+            || (self.accept.ep.is_finished() && self.connect.ep.is_finished())
+            || (self.accept.ep.state() == State::Closed && self.connect.ep.state() == State::Closed)
+    }
+}
+
+/// One direction: `from` received data, `to` sends it on.
+fn relay(
+    now: Instant,
+    from: &mut TcpEndpoint,
+    to: &mut TcpEndpoint,
+    fed: &mut u64,
+    fin_fed: &mut bool,
+) {
+    let avail = from.bytes_received() - *fed;
+    if avail > 0 {
+        *fed += to.send(now, avail);
+    }
+    // Read (free window) only what the far end has acknowledged: the buffer stays bounded by
+    // `from`'s receive buffer until the data is safe at its destination.
+    from.read_to(now, to.bytes_acked());
+    if !*fin_fed && from.peer_closed() && *fed == from.bytes_received() {
+        to.close(now);
+        *fin_fed = true;
+    }
+    // After the FIN the sender has no more to read; let the buffer count reach zero.
+    if *fin_fed && to.all_acked() {
+        from.read_to(now, *fed);
+    }
+}

@@ -1,0 +1,181 @@
+//! Spoofing gateway: the CCB lifecycle over the test net (A = Internet host, B = hybrid host).
+
+use super::spoof::{CcbState, SpoofConfig, SpoofGateway};
+use crate::testnet::{tcp, Hop, Net, A, B, BM, MB};
+use crate::time::{Bitrate, Duration, Instant};
+use crate::units::ByteSize;
+use crate::wire::TcpFlags;
+
+const HYBRID: (std::net::Ipv4Addr, u16) = (B, 80);
+const INET: (std::net::Ipv4Addr, u16) = (A, 40000);
+
+fn hops() -> [Hop; 4] {
+    let r = |bps| Some(Bitrate::from_bps(bps));
+    [
+        Hop::new(10, r(10_000_000)),
+        Hop::new(250, r(1_000_000)),
+        Hop::new(250, r(28_800)),
+        Hop::new(10, r(10_000_000)),
+    ]
+}
+
+fn gw(c: SpoofConfig) -> SpoofGateway {
+    SpoofGateway::new(c)
+}
+
+fn at(s: f64) -> Instant {
+    Instant::ZERO + Duration::from_secs_f64(s)
+}
+
+#[test]
+fn spoofed_transfer_is_acked_at_terrestrial_rtt_and_ccb_closes_after_both_fins() {
+    let total = 300_000;
+    let mut net = Net::new(
+        gw(SpoofConfig::default()),
+        tcp(1000),
+        tcp(1000),
+        hops(),
+        total,
+    );
+    net.run_until(at(0.6));
+    assert_eq!(net.m.ccb_state(HYBRID, INET), Some(CcbState::Connected));
+    net.run_until(at(60.0));
+    assert_eq!(net.b.bytes_delivered(), total);
+    // A's RTT is the terrestrial one (plus serialisation), not the satellite's 520 ms; only
+    // the handshake crossed the satellite.
+    let srtt = net.a.rtt().srtt().expect("sampled").as_secs_f64();
+    assert!(srtt < 0.06, "A's SRTT {srtt}");
+    // A's FIN is acknowledged by B itself (not spoofed): FIN-wait until then, and the CCB
+    // stays while B has not closed.
+    assert!(net.a.all_acked());
+    assert_eq!(net.m.ccb_state(HYBRID, INET), Some(CcbState::FinWait));
+    net.b.close(net.now);
+    net.run_until(at(120.0));
+    assert!(net.a.is_finished() && net.b.is_finished());
+    let st = net.m.stats();
+    assert_eq!(
+        (st.ccbs_allocated, st.ccbs_closed, net.m.ccb_count()),
+        (1, 1, 0)
+    );
+    assert!(st.spoofed_acks >= total / 1000, "{st:?}");
+}
+
+#[test]
+fn idle_ccb_is_freed_silently_after_the_idle_time() {
+    let c = SpoofConfig {
+        idle_timeout: Duration::from_secs(30),
+        ..SpoofConfig::default()
+    };
+    let mut net = Net::new(gw(c), tcp(1000), tcp(1000), hops(), 20_000);
+    net.close = false;
+    net.run_until(at(10.0));
+    assert_eq!(net.b.bytes_delivered(), 20_000);
+    let last = net
+        .b_rx
+        .iter()
+        .chain(net.a_rx.iter())
+        .map(|(t, _)| *t)
+        .max()
+        .expect("traffic");
+    let sent_before = (net.a_rx.len(), net.m_to_b.len());
+    // Last segment through the gateway: B's last ACK, 250 ms before it reached... the gateway
+    // saw it at most 260 ms before `last`. Still allocated just before idle_timeout after that.
+    net.run_until(last + Duration::from_secs(29));
+    assert_eq!(net.m.ccb_count(), 1);
+    net.run_until(last + Duration::from_secs(31));
+    assert_eq!(net.m.ccb_count(), 0);
+    assert_eq!(net.m.stats().ccbs_idle_freed, 1);
+    // Silently: nothing was sent to either host.
+    assert_eq!((net.a_rx.len(), net.m_to_b.len()), sent_before);
+}
+
+#[test]
+fn retry_limit_aborts_with_rst_toward_both_ends_after_doubling_timeouts() {
+    let c = SpoofConfig {
+        retry_limit: 4,
+        ..SpoofConfig::default()
+    };
+    let mut net = Net::new(gw(c), tcp(1000), tcp(1000), hops(), 1_000_000);
+    net.run_until(at(3.0));
+    assert!(net.b.bytes_received() > 0);
+    // The satellite hop dies.
+    net.hops[MB].cut = true;
+    let cut_from = net.m_to_b.len();
+    net.run_until(at(300.0));
+    let st = net.m.stats();
+    assert_eq!(st.aborts, 1, "{st:?}");
+    assert_eq!(st.retransmissions, 4);
+    // RST toward A (received) and toward B (sent into the dead hop).
+    let rst_a = net
+        .a_rx
+        .iter()
+        .filter(|(_, s)| s.flags.contains(TcpFlags::RST))
+        .count();
+    assert_eq!(rst_a, 1);
+    assert_eq!(net.a.state(), crate::tcp::State::Closed);
+    let after: Vec<_> = net.m_to_b[cut_from..].to_vec();
+    assert!(after
+        .last()
+        .is_some_and(|(_, s)| s.flags.contains(TcpFlags::RST)));
+    // The gateway's retransmissions of the first unacknowledged segment back off by doubling.
+    let first = after
+        .iter()
+        .find(|(_, s)| s.payload_len > 0)
+        .map(|(_, s)| s.seq);
+    let times: Vec<f64> = after
+        .iter()
+        .filter(|(_, s)| Some(s.seq) == first && s.payload_len > 0)
+        .map(|(t, _)| t.as_secs_f64())
+        .collect();
+    let gaps: Vec<f64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(gaps.len() >= 3, "{times:?}");
+    // (The first gap runs from the original transmission, whose timer started at an ACK.)
+    for w in gaps[1..].windows(2) {
+        assert!((w[1] / w[0] - 2.0).abs() < 0.01, "gaps {gaps:?}");
+    }
+    // What A was told versus what B got: the bytes lost in the abort.
+    assert_eq!(
+        st.bytes_lost_on_abort,
+        net.a.bytes_acked() - net.b.bytes_received()
+    );
+    assert!(st.bytes_lost_on_abort > 0);
+    assert_eq!(net.m.ccb_count(), 0);
+}
+
+#[test]
+fn zero_window_probe_resumes_the_transfer_after_a_lost_window_update() {
+    // B's application reads slowly (8 kb/s); its 20 KB window closes. Every window update B
+    // sends while the return hop is down (25 s: until its buffer is empty, after which B has
+    // nothing more to say) is lost: only the gateway's persist timer can restart the transfer.
+    let total = 60_000;
+    let mut cb = tcp(1000);
+    cb.recv_buffer = ByteSize(20_000);
+    cb.app_read_rate = Some(Bitrate::from_bps(8_000));
+    let mut net = Net::new(gw(SpoofConfig::default()), tcp(1000), cb, hops(), total);
+    let mut t = Instant::ZERO;
+    while !(net.b.bytes_received() > 0 && net.m.host_window(HYBRID, INET) == Some(0)) {
+        t += Duration::from_millis(1);
+        assert!(t < at(30.0), "B's window never closed");
+        net.run_until(t);
+    }
+    net.hops[BM].cut = true;
+    let lost_from = net.hops[BM].dropped;
+    net.run_until(t + Duration::from_secs(25));
+    net.hops[BM].cut = false;
+    assert!(
+        net.hops[BM].dropped > lost_from,
+        "no window update was lost"
+    );
+    let (probes_before, delivered_before) = (net.m.stats().window_probes, net.b.bytes_received());
+    net.run_until(at(400.0));
+    assert_eq!(net.b.bytes_delivered(), total);
+    assert!(net.b.bytes_received() > delivered_before);
+    let st = net.m.stats();
+    assert!(st.window_probes > probes_before, "{st:?}");
+    // Resumed by probes, not by retransmissions toward a closed window.
+    assert_eq!((st.aborts, st.retransmissions), (0, 0), "{st:?}");
+    eprintln!(
+        "zero window: {st:?}, B done at {:.2} s",
+        net.b_rx.last().map_or(0.0, |(t, _)| t.as_secs_f64())
+    );
+}

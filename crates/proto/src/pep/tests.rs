@@ -1,0 +1,299 @@
+//! Split relay tests over the opener — relay — listener test net (`crate::testnet`).
+
+use super::*;
+use crate::tcp::{Recovery, State};
+use crate::testnet::{tcp, Hop, Net, A, B, MA, MB};
+use crate::time::{Bitrate, Duration, Instant};
+use crate::units::ByteSize;
+use crate::wire::{emit_ipv4_tcp, Ipv4Repr, TcpFlags, TcpRepr, IPPROTO_TCP};
+use crate::{Node, Packet, PortId};
+
+fn relay(per_conn: u64) -> SplitRelay {
+    SplitRelay::new(cfg(per_conn))
+}
+
+fn cfg(per_conn: u64) -> SplitConfig {
+    let mut c = SplitConfig {
+        buffer_per_conn: ByteSize(per_conn),
+        ..SplitConfig::default()
+    };
+    c.tcp_accept = tcp(1000);
+    c.tcp_connect = tcp(1000);
+    c.tcp_connect.recovery = Recovery::Sack;
+    c.tcp_connect.send_buffer = ByteSize(100_000);
+    c
+}
+
+fn geo(ter_rate: u64, sat_rate: u64) -> [Hop; 4] {
+    [
+        Hop::new(10, Some(Bitrate::from_bps(ter_rate))),
+        Hop::new(250, Some(Bitrate::from_bps(sat_rate))),
+        Hop::new(250, Some(Bitrate::from_bps(sat_rate))),
+        Hop::new(10, Some(Bitrate::from_bps(ter_rate))),
+    ]
+}
+
+/// The sequence ranges (relative to the first data byte) B received, merged.
+fn received_ranges(net: &Net<SplitRelay>) -> Vec<(u64, u64)> {
+    let isn = net
+        .b_rx
+        .iter()
+        .find(|(_, s)| s.flags.contains(TcpFlags::SYN))
+        .map(|(_, s)| s.seq)
+        .expect("B saw a SYN");
+    let mut r: Vec<(u64, u64)> = net
+        .b_rx
+        .iter()
+        .filter(|(_, s)| s.payload_len > 0)
+        .map(|(_, s)| {
+            let start = (s.seq - (isn + 1)) as u64;
+            (start, start + u64::from(s.payload_len))
+        })
+        .collect();
+    r.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::new();
+    for (s, e) in r {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    merged
+}
+
+#[test]
+fn split_relay_delivers_every_byte_in_order_under_satellite_loss() {
+    let total = 2_000_000;
+    let mut hops = geo(10_000_000, 2_000_000);
+    // Single losses, a burst of three and a loss during recovery, on the satellite hop only.
+    hops[MB].drop_data = vec![5, 60, 61, 62, 300, 310, 900, 1500, 1501];
+    let mut net = Net::new(relay(1_000_000), tcp(1000), tcp(1000), hops, total);
+    net.run_until(Instant::ZERO + Duration::from_secs(120));
+    assert_eq!(net.hops[MB].dropped, 9);
+    // B received exactly the bytes 0..total, as one contiguous in-order stream, then the FIN.
+    assert_eq!(received_ranges(&net), vec![(0, total)]);
+    assert_eq!(net.b.bytes_delivered(), total);
+    assert!(net.b.peer_closed());
+    // A's FIN went through; B never closes, so A waits in FIN-WAIT-2 as it would end to end.
+    assert!(net.a.all_acked());
+    assert_eq!(net.a.state(), State::FinWait2);
+    // The satellite-hop losses were repaired by the relay's own sender: A never retransmitted.
+    assert_eq!(net.a.stats().retransmissions, 0);
+    assert_eq!(net.a.stats().dup_acks, 0);
+    let st = net.m.stats();
+    assert_eq!((st.flows_split, st.flows_aborted), (1, 0));
+    assert_eq!(st.buffer_bytes, 0, "nothing left in the gateway");
+    assert_eq!(net.m.flows().count(), 1, "half-closed: B may still send");
+    // B closes too: its FIN crosses the relay, both halves finish and the flow is freed.
+    net.b.close(net.now);
+    net.run_until(net.now + Duration::from_secs(10));
+    assert!(net.a.is_finished() && net.b.is_finished());
+    assert_eq!(net.m.flows().count(), 0, "flow freed after both FINs");
+}
+
+#[test]
+fn split_relay_buffer_stays_bounded_and_slows_the_terrestrial_sender() {
+    // 100 Mb/s terrestrial into a 1 Mb/s satellite hop: the gateway buffer fills, and the
+    // window it advertises to A must close so that A runs at the satellite rate.
+    let (total, bound) = (3_000_000u64, 200_000u64);
+    let mut c = cfg(bound);
+    c.tcp_connect.send_buffer = ByteSize(8_000_000);
+    let mut net = Net::new(
+        SplitRelay::new(c),
+        tcp(1000),
+        tcp(1000),
+        geo(100_000_000, 1_000_000),
+        total,
+    );
+    let mut min_wnd = u64::MAX;
+    let mut t = Instant::ZERO;
+    let mut a_done = None;
+    while !net.b.peer_closed() && t < Instant::ZERO + Duration::from_secs(100) {
+        t += Duration::from_millis(5);
+        net.run_until(t);
+        let held = net.m.flows().map(|f| f.buffered[0]).sum::<u64>();
+        assert!(held <= bound, "gateway holds {held} > {bound} at {t:?}");
+        // Bytes A has been told are delivered, but B has not yet received, are in the gateway.
+        let gap = net.a.bytes_acked() - net.b.bytes_received().min(net.a.bytes_acked());
+        assert!(gap <= bound, "A acked {gap} bytes beyond B at {t:?}");
+        if net.a.is_established() && net.a.bytes_acked() > 0 {
+            min_wnd = min_wnd.min(net.a.snd_wnd());
+        }
+        if a_done.is_none() && net.a.bytes_acked() == total {
+            a_done = Some(t.as_secs_f64());
+        }
+    }
+    assert_eq!(net.b.bytes_delivered(), total);
+    assert!(min_wnd < 1000, "A's window never closed (min {min_wnd})");
+    let st = net.m.stats();
+    assert!(st.max_flow_buffer_bytes <= bound);
+    assert!(st.max_flow_buffer_bytes >= bound - 2_000, "{st:?}");
+    // A can finish only when all but the last `bound` bytes have crossed the 1 Mb/s hop
+    // (1000-byte payloads + 40 header bytes): at least (3 MB − 200 KB) × 1.04 × 8 / 1 Mb/s.
+    let a_done = a_done.expect("A finished");
+    let floor = (total - bound) as f64 * 1.04 * 8.0 / 1e6;
+    assert!(a_done > floor, "A done at {a_done} s, floor {floor} s");
+
+    // With a buffer as large as the transfer, the same A is done in a few terrestrial RTTs.
+    let mut c = cfg(total + 100_000);
+    c.tcp_connect.send_buffer = ByteSize(8_000_000);
+    let mut free = Net::new(
+        SplitRelay::new(c),
+        tcp(1000),
+        tcp(1000),
+        geo(100_000_000, 1_000_000),
+        total,
+    );
+    let mut t = Instant::ZERO;
+    while free.a.bytes_acked() < total {
+        t += Duration::from_millis(5);
+        free.run_until(t);
+    }
+    assert!(t.as_secs_f64() < 2.0, "unthrottled A took {t:?}");
+    eprintln!(
+        "A done: bounded buffer {a_done:.2} s (floor {floor:.2} s), unbounded {:.2} s",
+        t.as_secs_f64()
+    );
+}
+
+#[test]
+fn listener_that_never_answers_gets_the_opener_reset_after_connect_timeout() {
+    let mut net = Net::new(
+        relay(100_000),
+        tcp(1000),
+        tcp(1000),
+        geo(10_000_000, 2_000_000),
+        50_000,
+    );
+    // B does not listen: its SYNs vanish, as at a host with no such port (the model sends no RST).
+    net.b = crate::tcp::TcpEndpoint::new(tcp(1000), (B, 80), (A, 40000), 9000);
+    net.run_until(Instant::ZERO + Duration::from_secs(200));
+    let rst: Vec<_> = net
+        .a_rx
+        .iter()
+        .filter(|(_, s)| s.flags.contains(TcpFlags::RST))
+        .collect();
+    assert_eq!(rst.len(), 1);
+    let at = rst[0].0.as_secs_f64();
+    assert!((75.0..75.1).contains(&at), "RST at {at} s");
+    assert_eq!(net.a.state(), State::Closed);
+    // A had been told "connected" (local SYN-ACK) and had its first window acknowledged.
+    assert!(net.a.established_at().is_some());
+    assert_eq!(net.m.stats().flows_aborted, 1);
+    assert_eq!(net.m.flows().count(), 0);
+}
+
+#[test]
+fn rst_from_the_listener_resets_the_opener() {
+    let mut net = Net::new(
+        relay(100_000),
+        tcp(1000),
+        tcp(1000),
+        geo(10_000_000, 2_000_000),
+        1_000_000,
+    );
+    net.run_until(Instant::ZERO + Duration::from_secs(2));
+    assert!(net.b.bytes_received() > 0);
+    // B's application aborts: inject a RST from B as its stack would send it.
+    let seg = TcpRepr {
+        src_port: 80,
+        dst_port: 40000,
+        seq: net
+            .b_rx
+            .last()
+            .map(|(_, s)| s.ack.unwrap_or_default())
+            .unwrap_or_default(),
+        flags: TcpFlags::RST,
+        ..TcpRepr::default()
+    };
+    let mut rst_b = seg;
+    rst_b.seq = crate::wire::SeqNumber(9001);
+    net.m
+        .handle_packet(net.now, PortId(1), packet(B, A, &rst_b));
+    let mut out = Vec::new();
+    while let Some(tx) = net.m.poll_transmit(net.now) {
+        out.push(tx.pkt);
+    }
+    assert_eq!(out.len(), 1, "exactly one RST, toward A");
+    let (ip, seg) = crate::wire::parse_ipv4_tcp(out[0].header(), 0).expect("parses");
+    assert_eq!((ip.src, ip.dst), (B, A));
+    assert!(seg.flags.contains(TcpFlags::RST));
+    assert_eq!(net.m.stats().flows_aborted, 1);
+    let _ = (MA, seg);
+}
+
+fn packet(src: std::net::Ipv4Addr, dst: std::net::Ipv4Addr, seg: &TcpRepr) -> Packet {
+    let ip = Ipv4Repr {
+        src,
+        dst,
+        protocol: IPPROTO_TCP,
+        ttl: 64,
+        ident: 0,
+        dscp_ecn: 0,
+        payload_len: 0,
+    };
+    Packet::build(seg.payload_len, |b| emit_ipv4_tcp(&ip, seg, b))
+}
+
+#[test]
+fn connections_beyond_the_total_buffer_pass_through_unsplit() {
+    let mut c = cfg(100_000);
+    c.buffer_total = ByteSize(200_000); // room for exactly one flow
+    let mut c = SplitRelay::new(c);
+    let syn = |sport| TcpRepr {
+        src_port: sport,
+        dst_port: 80,
+        seq: crate::wire::SeqNumber(1),
+        flags: TcpFlags::SYN,
+        window: 65_535,
+        ..TcpRepr::default()
+    };
+    c.handle_packet(Instant::ZERO, PortId(0), packet(A, B, &syn(1)));
+    let first: Vec<_> = std::iter::from_fn(|| c.poll_transmit(Instant::ZERO)).collect();
+    // Split: a SYN-ACK to A (local) and the relay's own SYN to B.
+    assert_eq!(first.len(), 2);
+    c.handle_packet(Instant::ZERO, PortId(0), packet(A, B, &syn(2)));
+    let second: Vec<_> = std::iter::from_fn(|| c.poll_transmit(Instant::ZERO)).collect();
+    assert_eq!(second.len(), 1);
+    let (_, s) = crate::wire::parse_ipv4_tcp(second[0].pkt.header(), 0).expect("parses");
+    assert_eq!(
+        (s.src_port, s.flags),
+        (2, TcpFlags::SYN),
+        "the SYN itself, untouched"
+    );
+    let st = c.stats();
+    assert_eq!(
+        (st.flows_split, st.unsplit_over_limit, st.passed_through),
+        (1, 1, 1)
+    );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// Whatever the satellite hop loses (data and ACKs, up to 10 %), the listener receives exactly
+    /// the opener's bytes, in one contiguous in-order stream, and the gateway never holds more
+    /// than its bound.
+    #[test]
+    fn split_relay_delivers_exactly_the_stream_under_random_satellite_loss(
+        per in 0.0f64..0.1,
+        total in 1u64..400_000,
+        bound in 20_000u64..400_000,
+    ) {
+        let mut hops = geo(10_000_000, 2_000_000);
+        hops[MB].per = per;
+        hops[crate::testnet::BM].per = per;
+        let mut net = Net::new(relay(bound), tcp(1000), tcp(1000), hops, total);
+        let mut t = Instant::ZERO;
+        while !net.b.peer_closed() && t < Instant::ZERO + Duration::from_secs(3000) {
+            t += Duration::from_millis(100);
+            net.run_until(t);
+            let held: u64 = net.m.flows().map(|f| f.buffered[0]).sum();
+            proptest::prop_assert!(held <= bound);
+        }
+        proptest::prop_assert_eq!(net.b.bytes_delivered(), total);
+        proptest::prop_assert!(net.b.peer_closed());
+        proptest::prop_assert_eq!(received_ranges(&net), vec![(0, total)]);
+        proptest::prop_assert_eq!(net.a.stats().retransmissions, 0);
+    }
+}

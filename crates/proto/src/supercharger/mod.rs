@@ -1,0 +1,493 @@
+//! TCP-SuperCharger (J. Y.-B. Lee, P. T.-S. Yum, W.-S. Wan, "TCP-SuperCharger: A New Approach
+//! to High-Throughput Satellite Data Transfer"): a gateway that lets a sender send more than the
+//! receiver's advertised window, by forecasting when the receiver's buffer will have room.
+//!
+//! The gateway sits in front of the satellite hop. For every connection whose handshake it sees:
+//!
+//! - it estimates the gateway–receiver RTT `D` from the segments it forwards and their ACKs
+//!   (eqs. 1–2) and the receiver's processing rate `R` from successive advertised windows
+//!   (eq. 3; [`estimator`] says how we read it);
+//! - it holds the sender's data segments in a FIFO and lets each leave at the first instant at
+//!   which the forecast receiver buffer availability B(t) of eq. (4) stays non-negative when the
+//!   segment arrives (the `flow` module holds the forecast);
+//! - it rewrites the window field of the receiver's ACKs to a *virtual window*: what the
+//!   receiver has advertised, or more — up to the bytes the gateway has forwarded plus the room
+//!   left in its own buffer for this flow — so the sender is held by the gateway's buffer, not by
+//!   the receiver's 64 KB (backpressure: a full gateway buffer closes the virtual window);
+//! - so that a virtual window above 64 KB can be expressed, it raises the window-scale shift the
+//!   receiver announces in its handshake to `virtual_wscale` (when both ends offer scaling) and
+//!   translates every window field of that receiver from its real shift to the virtual one.
+//!
+//! Sequence and acknowledgement numbers are never changed. Non-TCP packets, connections whose
+//! handshake the gateway did not see, and connections beyond `max_flows` pass untouched.
+//!
+//! What is left out: the gateway does not add a window-scale option when the receiver offers
+//! none (the virtual window then stays below 64 KB, which still helps receivers with smaller
+//! windows); retransmissions of bytes already forwarded pass at once rather than in FIFO order
+//! (they use no new receiver buffer); a FIN or RST forgets the connection.
+//!
+//! Window probes: a sender facing a closed *virtual* window probes with one byte at `snd_una`,
+//! which the gateway has already forwarded, so the probe passes at once like any
+//! retransmission, and the receiver acknowledges it as old data. The gateway itself never probes.
+
+pub mod estimator;
+mod flow;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::Ipv4Addr;
+
+use serde::{Deserialize, Serialize};
+
+use self::flow::{Flow, Held};
+use crate::node::{Node, Packet, PortId, Transmit};
+use crate::time::{Duration, Instant};
+use crate::units::ByteSize;
+use crate::wire::{parse_ipv4_tcp, TcpFlags, TcpIpv4View, TcpRepr};
+
+/// Settings of the TCP-SuperCharger middlebox (`middlebox = { kind = "supercharger", … }`).
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct SuperChargerConfig {
+    /// Arrival port (index of the router's incoming link, scenario order) of packets from the
+    /// receivers' side, i.e. the satellite hop. Data arriving on any other port is managed.
+    /// Default: 1.
+    pub satellite_port: u16,
+    /// Weight α of the old value in the RTT and rate averages (eq. 2). Default: 0.9.
+    pub alpha: f64,
+    /// k: ACKs per rate-estimation window (eq. 3). Default: 8.
+    pub rate_window_acks: u32,
+    /// Fraction of the rate estimate the forecast uses while the receiver is backlogged.
+    /// Default: 0.95.
+    pub rate_headroom: f64,
+    /// Spare receiver buffer the forecast keeps, in segments (covers the receiver's
+    /// silly-window avoidance and ACK timing). Default: 4.
+    pub safety_segments: u32,
+    /// Most bytes held for one connection. Default: `"8MB"`.
+    pub flow_buffer: ByteSize,
+    /// Most bytes held for all connections together. Default: `"256MB"`.
+    pub total_buffer: ByteSize,
+    /// Most connections managed at once; later ones pass untouched. Default: 4096.
+    pub max_flows: u32,
+    /// Window-scale shift announced to senders on the receivers' behalf (0–14). Default: 8
+    /// (virtual windows up to 16 MB).
+    pub virtual_wscale: u8,
+}
+
+impl Default for SuperChargerConfig {
+    fn default() -> Self {
+        Self {
+            satellite_port: 1,
+            alpha: 0.9,
+            rate_window_acks: 8,
+            rate_headroom: 0.95,
+            safety_segments: 4,
+            flow_buffer: ByteSize(8_000_000),
+            total_buffer: ByteSize(256_000_000),
+            max_flows: 4096,
+            virtual_wscale: 8,
+        }
+    }
+}
+
+impl SuperChargerConfig {
+    /// Check values a scenario could get wrong; the message starts with the key.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(0.0..1.0).contains(&self.alpha) {
+            return Err(format!("alpha: must be in [0, 1), got {}", self.alpha));
+        }
+        if self.rate_window_acks == 0 {
+            return Err("rate_window_acks: must be at least 1".to_owned());
+        }
+        if !(self.rate_headroom > 0.0 && self.rate_headroom <= 1.0) {
+            return Err(format!(
+                "rate_headroom: must be in (0, 1], got {}",
+                self.rate_headroom
+            ));
+        }
+        if self.flow_buffer.bytes() == 0 {
+            return Err("flow_buffer: must be at least 1 byte (e.g. \"8MB\")".to_owned());
+        }
+        if self.total_buffer < self.flow_buffer {
+            return Err("total_buffer: must be at least flow_buffer".to_owned());
+        }
+        if self.virtual_wscale > 14 {
+            return Err(format!(
+                "virtual_wscale: at most 14 (RFC 7323 §2.3), got {}",
+                self.virtual_wscale
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Counters of a [`SuperCharger`].
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq, Serialize)]
+pub struct SuperChargerStats {
+    /// Connections taken under management (handshake seen).
+    pub flows_managed: u64,
+    /// Connections left alone because `max_flows` were managed.
+    pub flows_refused: u64,
+    /// Packets passed untouched because they are not IPv4/TCP or did not parse.
+    pub passed_other: u64,
+    /// Data segments held in a flow queue.
+    pub segments_held: u64,
+    /// Held segments released toward the receiver.
+    pub segments_released: u64,
+    /// Retransmissions of bytes already forwarded, passed at once.
+    pub retransmissions_passed: u64,
+    /// Retransmissions of bytes still held, dropped (the held copy goes out).
+    pub duplicates_dropped: u64,
+    /// Segments dropped because a buffer limit would have been exceeded (a sender that ignored
+    /// the virtual window).
+    pub buffer_drops: u64,
+    /// ACK window fields rewritten.
+    pub windows_rewritten: u64,
+    /// Handshake window-scale options rewritten.
+    pub wscale_rewritten: u64,
+    /// Most bytes held at once, all flows.
+    pub max_held_bytes: u64,
+}
+
+/// What the gateway currently believes about one connection (for traces and tests).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FlowEstimate {
+    /// Sender address and port.
+    pub sender: (Ipv4Addr, u16),
+    /// Receiver address and port.
+    pub receiver: (Ipv4Addr, u16),
+    /// Smoothed gateway–receiver RTT (eq. 2).
+    pub rtt: Option<Duration>,
+    /// Receiver processing rate estimate, bytes per second (eq. 3).
+    pub rate: Option<f64>,
+    /// Bytes held.
+    pub held_bytes: u64,
+    /// Largest window the receiver advertised (bytes, scaled).
+    pub receiver_max_window: u64,
+}
+
+type FlowKey = (Ipv4Addr, u16, Ipv4Addr, u16);
+
+/// The TCP-SuperCharger gateway: a [`Node`] for a router's forwarding path.
+///
+/// - Getters: [`stats`](Self::stats), [`estimates`](Self::estimates),
+///   [`held_bytes`](Self::held_bytes).
+/// - Inputs: [`Node::handle_packet`] (the arrival port tells the satellite side, see
+///   [`SuperChargerConfig::satellite_port`]), [`Node::handle_timeout`].
+/// - Outputs: [`Node::poll_transmit`] (its port is meaningless: the router routes by address),
+///   [`Node::poll_timeout`] (the next release of a held segment).
+#[derive(Debug)]
+pub struct SuperCharger {
+    config: SuperChargerConfig,
+    flows: BTreeMap<FlowKey, Flow>,
+    out: VecDeque<Packet>,
+    held: u64,
+    stats: SuperChargerStats,
+}
+
+impl Clone for SuperCharger {
+    fn clone(&self) -> Self {
+        // Middleboxes are cloned only before a run (building topologies); held state is empty.
+        Self::new(self.config.clone())
+    }
+}
+
+impl SuperCharger {
+    /// A gateway with no connections.
+    pub fn new(config: SuperChargerConfig) -> Self {
+        Self {
+            config,
+            flows: BTreeMap::new(),
+            out: VecDeque::new(),
+            held: 0,
+            stats: SuperChargerStats::default(),
+        }
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> SuperChargerStats {
+        self.stats
+    }
+
+    /// Bytes held for all connections.
+    pub fn held_bytes(&self) -> u64 {
+        self.held
+    }
+
+    /// The estimates of every managed connection, in address order.
+    pub fn estimates(&self) -> Vec<FlowEstimate> {
+        self.flows
+            .iter()
+            .map(|(&(sa, sp, ra, rp), f)| FlowEstimate {
+                sender: (sa, sp),
+                receiver: (ra, rp),
+                rtt: f.rtt().srtt(),
+                rate: f.rate().rate(),
+                held_bytes: f.queued_bytes,
+                receiver_max_window: f.rate().max_window(),
+            })
+            .collect()
+    }
+
+    fn pass(&mut self, pkt: Packet) {
+        self.out.push_back(pkt);
+    }
+
+    fn on_sender_segment(&mut self, now: Instant, tcp: &TcpRepr, key: FlowKey, pkt: Packet) {
+        let syn = tcp.flags.contains(TcpFlags::SYN);
+        if syn && tcp.ack.is_none() {
+            let room = self.flows.len() < self.config.max_flows as usize;
+            match self.flows.get_mut(&key) {
+                // A retransmitted SYN: its RTT sample would be ambiguous (Karn).
+                Some(f) => f.syn_at = None,
+                None if room => {
+                    let mut f = Flow::new(&self.config, tcp.seq);
+                    f.sender_ws = Some(tcp.window_scale.is_some());
+                    f.syn_at = Some(now);
+                    self.flows.insert(key, f);
+                    self.stats.flows_managed += 1;
+                }
+                None => self.stats.flows_refused += 1,
+            }
+            return self.pass(pkt);
+        }
+        let Some(flow) = self.flows.get_mut(&key) else {
+            return self.pass(pkt);
+        };
+        if syn {
+            // The sender answers a receiver's SYN (the paper's receiver-initiated transfer).
+            flow.set_isn(tcp.seq);
+            flow.sender_ws = Some(tcp.window_scale.is_some());
+            if let (Some(r), Some(_)) = (flow.receiver_ws, tcp.window_scale) {
+                flow.rcv_shift = r;
+                flow.virt_shift = self.config.virtual_wscale.max(r);
+            }
+            let window = flow.pending_window;
+            flow.on_receiver_handshake(now, window);
+            return self.pass(pkt);
+        }
+        if tcp.flags.contains(TcpFlags::RST) {
+            self.remove(key);
+            return self.pass(pkt);
+        }
+        let fin = tcp.flags.contains(TcpFlags::FIN);
+        let len = tcp.payload_len;
+        if len == 0 && !fin {
+            return self.pass(pkt);
+        }
+        let start = flow.offset(tcp.seq);
+        let end = start + u64::from(len);
+        flow.mss = flow.mss.max(u64::from(len));
+        if len > 0 && end <= flow.fwd_nxt {
+            flow.forget_samples();
+            self.stats.retransmissions_passed += 1;
+            return self.pass(pkt);
+        }
+        if len > 0 && end <= flow.rcvd_nxt {
+            self.stats.duplicates_dropped += 1;
+            return;
+        }
+        let over_flow = flow.queued_bytes + u64::from(len) > self.config.flow_buffer.bytes();
+        let over_total = self.held + u64::from(len) > self.config.total_buffer.bytes();
+        if len > 0 && (over_flow || over_total) {
+            self.stats.buffer_drops += 1;
+            return;
+        }
+        flow.fin_fwd |= fin;
+        flow.rcvd_nxt = flow.rcvd_nxt.max(end);
+        flow.queued_bytes += u64::from(len);
+        flow.queue.push_back(Held { pkt, end, len });
+        self.held += u64::from(len);
+        self.stats.segments_held += 1;
+        self.stats.max_held_bytes = self.stats.max_held_bytes.max(self.held);
+    }
+
+    fn on_receiver_segment(&mut self, now: Instant, tcp: &TcpRepr, key: FlowKey, mut pkt: Packet) {
+        let syn = tcp.flags.contains(TcpFlags::SYN);
+        let virtual_wscale = self.config.virtual_wscale;
+        if syn && tcp.ack.is_none() {
+            // The receiver opens: remember its window and scale until the sender answers.
+            if !self.flows.contains_key(&key) {
+                if self.flows.len() >= self.config.max_flows as usize {
+                    self.stats.flows_refused += 1;
+                    return self.pass(pkt);
+                }
+                self.flows.insert(key, Flow::new(&self.config, tcp.seq));
+                self.stats.flows_managed += 1;
+            }
+            if let Some(f) = self.flows.get_mut(&key) {
+                f.receiver_ws = tcp.window_scale;
+                f.pending_window = u64::from(tcp.window);
+            }
+            if let Some(r) = tcp.window_scale {
+                if rewrite_wscale(&mut pkt, virtual_wscale.max(r)) {
+                    self.stats.wscale_rewritten += 1;
+                }
+            }
+            return self.pass(pkt);
+        }
+        let Some(flow) = self.flows.get_mut(&key) else {
+            return self.pass(pkt);
+        };
+        if syn {
+            flow.receiver_ws = tcp.window_scale;
+            if let (Some(r), Some(true)) = (tcp.window_scale, flow.sender_ws) {
+                flow.rcv_shift = r;
+                flow.virt_shift = virtual_wscale.max(r);
+                if rewrite_wscale(&mut pkt, flow.virt_shift) {
+                    self.stats.wscale_rewritten += 1;
+                }
+            }
+            // Windows in SYN segments are never scaled (RFC 7323 §2.2).
+            flow.on_receiver_handshake(now, u64::from(tcp.window));
+            return self.pass(pkt);
+        }
+        if tcp.flags.contains(TcpFlags::RST) {
+            self.remove(key);
+            return self.pass(pkt);
+        }
+        flow.fin_rev |= tcp.flags.contains(TcpFlags::FIN);
+        let Some(ack) = tcp.ack else {
+            return self.pass(pkt);
+        };
+        let ack = flow.offset(ack);
+        let window = u64::from(tcp.window) << flow.rcv_shift;
+        flow.on_ack(now, ack, window, !tcp.sack.is_empty());
+        // The virtual window: at least what the receiver offers, and up to the bytes forwarded
+        // plus the room left for this flow in the gateway (shared room when the total is short).
+        let room_flow = self
+            .config
+            .flow_buffer
+            .bytes()
+            .saturating_sub(flow.queued_bytes);
+        let room_total = self.config.total_buffer.bytes().saturating_sub(self.held);
+        let room = room_flow.min(room_total);
+        let edge = (ack + window).max(flow.fwd_nxt.max(flow.rcvd_nxt) + room);
+        flow.virt_edge = flow.virt_edge.max(edge);
+        let field = (flow.virt_edge.saturating_sub(ack) >> flow.virt_shift).min(65_535) as u16;
+        if field != tcp.window {
+            if let Ok(mut view) = TcpIpv4View::new_checked(pkt.header_mut()) {
+                view.set_window(field);
+                self.stats.windows_rewritten += 1;
+            }
+        }
+        self.pass(pkt);
+    }
+
+    fn remove(&mut self, key: FlowKey) {
+        if let Some(f) = self.flows.remove(&key) {
+            self.held -= f.queued_bytes;
+            // Whatever was held still goes out, in order: the connection's end is the
+            // endpoints' business.
+            self.out.extend(f.queue.into_iter().map(|h| h.pkt));
+        }
+    }
+
+    /// Let every head of queue whose time has come leave, and set each flow's next time.
+    fn release(&mut self, now: Instant) {
+        let mut finished = Vec::new();
+        for (key, flow) in &mut self.flows {
+            let margin = u64::from(self.config.safety_segments) * flow.mss;
+            flow.next_at = None;
+            while let Some(head) = flow.queue.front() {
+                let at = if head.len == 0 {
+                    Some(now)
+                } else {
+                    flow.release_time(now, head.end, margin)
+                };
+                match at {
+                    Some(t) if t <= now => {}
+                    other => {
+                        flow.next_at = other;
+                        break;
+                    }
+                }
+                let Some(h) = flow.queue.pop_front() else {
+                    break;
+                };
+                flow.queued_bytes -= u64::from(h.len);
+                self.held -= u64::from(h.len);
+                flow.on_forwarded(now, h.end, h.len);
+                self.out.push_back(h.pkt);
+                self.stats.segments_released += 1;
+            }
+            if flow.fin_fwd && flow.fin_rev && flow.queue.is_empty() {
+                finished.push(*key);
+            }
+        }
+        for key in finished {
+            self.remove(key);
+        }
+    }
+}
+
+/// Set the window-scale option of a SYN or SYN-ACK to `shift`, keeping both checksums valid.
+fn rewrite_wscale(pkt: &mut Packet, shift: u8) -> bool {
+    let Ok(mut view) = TcpIpv4View::new_checked(pkt.header_mut()) else {
+        return false;
+    };
+    let start = 40;
+    let end = view.header_len();
+    let buf = view.buffer_mut();
+    let mut i = start;
+    while i < end {
+        match buf[i] {
+            0 => return false,
+            1 => i += 1,
+            kind => {
+                let Some(&len) = buf.get(i + 1) else {
+                    return false;
+                };
+                let len = usize::from(len);
+                if len < 2 || i + len > end {
+                    return false;
+                }
+                if kind == 3 && len == 3 {
+                    if buf[i + 2] == shift {
+                        return false;
+                    }
+                    buf[i + 2] = shift;
+                    view.fill_checksums();
+                    return true;
+                }
+                i += len;
+            }
+        }
+    }
+    false
+}
+
+impl Node for SuperCharger {
+    fn handle_packet(&mut self, now: Instant, port: PortId, pkt: Packet) {
+        let Ok((ip, tcp)) = parse_ipv4_tcp(pkt.header(), pkt.payload_len) else {
+            self.stats.passed_other += 1;
+            return self.pass(pkt);
+        };
+        if port.0 == self.config.satellite_port {
+            let key = (ip.dst, tcp.dst_port, ip.src, tcp.src_port);
+            self.on_receiver_segment(now, &tcp, key, pkt);
+        } else {
+            let key = (ip.src, tcp.src_port, ip.dst, tcp.dst_port);
+            self.on_sender_segment(now, &tcp, key, pkt);
+        }
+        self.release(now);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.release(now);
+    }
+
+    fn poll_transmit(&mut self, _now: Instant) -> Option<Transmit> {
+        self.out.pop_front().map(|pkt| Transmit {
+            port: PortId(0),
+            pkt,
+        })
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.flows.values().filter_map(|f| f.next_at).min()
+    }
+}
+
+#[cfg(test)]
+mod tests;

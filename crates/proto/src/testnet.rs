@@ -1,0 +1,244 @@
+//! Test harness: opener `A` — middlebox `M` — listener `B`, two duplex links, every packet
+//! through the real wire format. `A` writes `total` bytes and closes; `B` reads at once. Shared
+//! by the tests of the middleboxes (split relay, spoofing gateway, Snoop, delayed dupACKs).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::net::Ipv4Addr;
+
+use crate::rand::Rng;
+use crate::tcp::{TcpConfig, TcpEndpoint};
+use crate::time::{Bitrate, Duration, Instant};
+use crate::wire::{emit_ipv4_tcp, parse_ipv4_tcp, Ipv4Repr, TcpRepr, IPPROTO_TCP};
+use crate::{Node, Packet, PortId};
+
+pub(crate) const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+pub(crate) const B: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 1);
+
+/// Where a packet is going.
+#[derive(Clone, Copy, Debug, Eq, Ord, PartialEq, PartialOrd)]
+pub(crate) enum Dest {
+    A,
+    B,
+    /// The middlebox, arriving on port 0 (from A) or 1 (from B).
+    M(u16),
+}
+
+/// One direction of a link.
+#[derive(Clone, Debug)]
+pub(crate) struct Hop {
+    pub delay: Duration,
+    pub rate: Option<Bitrate>,
+    busy_until: Instant,
+    /// Drop the n-th data packet (1-based) crossing this hop.
+    pub drop_data: Vec<u64>,
+    /// Drop every packet (any kind) with this probability.
+    pub per: f64,
+    /// Drop every packet while this is true (a cut link).
+    pub cut: bool,
+    pub data_seen: u64,
+    pub dropped: u64,
+}
+
+impl Hop {
+    pub fn new(delay_ms: u64, rate: Option<Bitrate>) -> Self {
+        Self {
+            delay: Duration::from_millis(delay_ms),
+            rate,
+            busy_until: Instant::ZERO,
+            drop_data: Vec::new(),
+            per: 0.0,
+            cut: false,
+            data_seen: 0,
+            dropped: 0,
+        }
+    }
+}
+
+/// The four hops: A→M, M→B, B→M, M→A.
+pub(crate) struct Net<M: Node> {
+    pub a: TcpEndpoint,
+    pub b: TcpEndpoint,
+    pub m: M,
+    pub now: Instant,
+    pub hops: [Hop; 4],
+    pub total: u64,
+    /// Close A once everything is written (default true).
+    pub close: bool,
+    written: u64,
+    closed: bool,
+    rng: Rng,
+    seq: u64,
+    queue: BinaryHeap<Reverse<(Instant, u64, Dest, usize)>>,
+    slots: Vec<Option<Packet>>,
+    /// Every segment A received: (time, segment).
+    pub a_rx: Vec<(Instant, TcpRepr)>,
+    /// Every segment B received.
+    pub b_rx: Vec<(Instant, TcpRepr)>,
+    /// Every segment M sent toward B (after M).
+    pub m_to_b: Vec<(Instant, TcpRepr)>,
+}
+
+pub(crate) const AM: usize = 0;
+pub(crate) const MB: usize = 1;
+pub(crate) const BM: usize = 2;
+pub(crate) const MA: usize = 3;
+
+impl<M: Node> Net<M> {
+    pub fn new(m: M, ca: TcpConfig, cb: TcpConfig, hops: [Hop; 4], total: u64) -> Self {
+        let mut a = TcpEndpoint::new(ca, (A, 40000), (B, 80), 1000);
+        let mut b = TcpEndpoint::new(cb, (B, 80), (A, 40000), 9000);
+        b.listen();
+        a.connect(Instant::ZERO);
+        Self {
+            a,
+            b,
+            m,
+            now: Instant::ZERO,
+            hops,
+            total,
+            close: true,
+            written: 0,
+            closed: false,
+            rng: Rng::new(7, 7),
+            seq: 0,
+            queue: BinaryHeap::new(),
+            slots: Vec::new(),
+            a_rx: Vec::new(),
+            b_rx: Vec::new(),
+            m_to_b: Vec::new(),
+        }
+    }
+
+    fn put(&mut self, hop: usize, to: Dest, pkt: Packet) {
+        let h = &mut self.hops[hop];
+        if pkt.payload_len > 0 {
+            h.data_seen += 1;
+            if h.drop_data.contains(&h.data_seen) {
+                h.dropped += 1;
+                return;
+            }
+        }
+        if h.cut || (h.per > 0.0 && self.rng.chance(h.per)) {
+            h.dropped += 1;
+            return;
+        }
+        let depart = match h.rate {
+            Some(r) => {
+                let start = h.busy_until.max(self.now);
+                h.busy_until = start + r.tx_time(pkt.wire_len());
+                h.busy_until
+            }
+            None => self.now,
+        };
+        let at = depart + h.delay;
+        self.slots.push(Some(pkt));
+        self.queue
+            .push(Reverse((at, self.seq, to, self.slots.len() - 1)));
+        self.seq += 1;
+    }
+
+    fn emit(ep: &TcpEndpoint, seg: &TcpRepr) -> Packet {
+        let ip = Ipv4Repr {
+            src: ep.local().0,
+            dst: ep.remote().0,
+            protocol: IPPROTO_TCP,
+            ttl: 64,
+            ident: 0,
+            dscp_ecn: 0,
+            payload_len: 0,
+        };
+        Packet::build(seg.payload_len, |buf| emit_ipv4_tcp(&ip, seg, buf))
+    }
+
+    fn drain(&mut self) {
+        if self.written < self.total {
+            self.written += self.a.send(self.now, self.total - self.written);
+        }
+        if self.close && self.written == self.total && !self.closed {
+            self.a.close(self.now);
+            self.closed = true;
+        }
+        while let Some(seg) = self.a.poll_transmit(self.now) {
+            let p = Self::emit(&self.a, &seg);
+            self.put(AM, Dest::M(0), p);
+        }
+        while let Some(seg) = self.b.poll_transmit(self.now) {
+            let p = Self::emit(&self.b, &seg);
+            self.put(BM, Dest::M(1), p);
+        }
+        while let Some(tx) = self.m.poll_transmit(self.now) {
+            let h = tx.pkt.header();
+            let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
+            if dst == B {
+                if let Ok((_, seg)) = parse_ipv4_tcp(tx.pkt.header(), tx.pkt.payload_len) {
+                    self.m_to_b.push((self.now, seg));
+                }
+                self.put(MB, Dest::B, tx.pkt);
+            } else {
+                self.put(MA, Dest::A, tx.pkt);
+            }
+        }
+    }
+
+    /// Run until `end` or until nothing is left to do.
+    pub fn run_until(&mut self, end: Instant) {
+        self.drain();
+        loop {
+            let next_pkt = self.queue.peek().map(|Reverse((t, ..))| *t);
+            let next_timer = [
+                self.a.poll_timeout(),
+                self.b.poll_timeout(),
+                self.m.poll_timeout(),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let Some(next) = [next_pkt, next_timer].into_iter().flatten().min() else {
+                return;
+            };
+            if next > end {
+                self.now = end;
+                return;
+            }
+            self.now = self.now.max(next);
+            if next_pkt == Some(next) {
+                let Some(Reverse((_, _, to, slot))) = self.queue.pop() else {
+                    return;
+                };
+                let Some(pkt) = self.slots[slot].take() else {
+                    continue;
+                };
+                match to {
+                    Dest::M(port) => self.m.handle_packet(self.now, PortId(port), pkt),
+                    Dest::A | Dest::B => {
+                        let (_, seg) = parse_ipv4_tcp(pkt.header(), pkt.payload_len)
+                            .expect("every packet in the test net parses");
+                        if to == Dest::A {
+                            self.a_rx.push((self.now, seg));
+                            self.a.handle_segment(self.now, &seg);
+                        } else {
+                            self.b_rx.push((self.now, seg));
+                            self.b.handle_segment(self.now, &seg);
+                        }
+                    }
+                }
+            } else {
+                self.a.handle_timeout(self.now);
+                self.b.handle_timeout(self.now);
+                self.m.handle_timeout(self.now);
+            }
+            self.drain();
+        }
+    }
+}
+
+/// A settings table for tests: Reno/SACK on request, `mss` payload, timestamps off unless asked.
+pub(crate) fn tcp(mss: u16) -> TcpConfig {
+    TcpConfig {
+        mss,
+        timestamps: false,
+        cc: crate::tcp::CcAlgorithm::Reno,
+        ..TcpConfig::default()
+    }
+}

@@ -1,0 +1,7 @@
+//! Paper reproductions that need more than one `satpep sim` run: the scheme definitions and the
+//! run loop, shared by the example binaries that write CSV and PNG (`cargo run --example …`)
+//! and by the integration tests that assert the papers' orderings.
+
+pub mod arora;
+pub mod karaliopoulos;
+pub mod samaraweera;

@@ -1,0 +1,58 @@
+//! Samaraweera 1999, figure 11 at 9.6 and 28.8 kb/s: aggregate goodput of three flows over 60 s,
+//! measured. The paper's ordering is compaction ≥ suppression ≥ header compression ≥ unmodified;
+//! it holds when the hub's satellite queue does not drop (the scenario's default, 2200 packets).
+//! With a bandwidth-delay-product queue (600 packets) losses there make the receiver send a
+//! window's worth of duplicate ACKs, which no technique may delete, and compaction falls below
+//! suppression: pinned here too, as measured (docs/reproductions/samaraweera.md).
+
+use satpep_proto::Duration;
+use satpep_sim::experiments::samaraweera::{run, Point, Technique};
+
+fn goodput(t: Technique, rate: &str, forward_queue: Option<u32>) -> f64 {
+    let p = Point {
+        technique: t,
+        return_rate: rate.into(),
+        flows: 3,
+        stagger: Duration::ZERO,
+        duration: Duration::from_secs(60),
+        forward_queue,
+    };
+    run(&p, None)
+        .unwrap_or_else(|e| panic!("{p:?}: {e}"))
+        .goodput_bps
+}
+
+#[test]
+fn fig11_ordering_without_forward_loss() {
+    for rate in ["9.6kbps", "28.8kbps"] {
+        let g = |t| goodput(t, rate, None);
+        let (un, hc, su, co) = (
+            g(Technique::Unmodified),
+            g(Technique::HeaderCompression),
+            g(Technique::Suppression),
+            g(Technique::Compaction),
+        );
+        eprintln!(
+            "{rate}: unmodified {un:.0}, vj {hc:.0}, suppression {su:.0}, compaction {co:.0}"
+        );
+        assert!(
+            co >= su && su >= hc && hc >= un,
+            "{rate}: {co} {su} {hc} {un}"
+        );
+        // Measured 2026-11: 9.6 kb/s 8.79 / 7.47 / 0.35 / 0.23 Mb/s; 28.8 kb/s 8.96 / 8.54 /
+        // 3.01 / 0.67 Mb/s. Compaction keeps the 10 Mb/s link nearly full at every rate.
+        assert!(co > 8.5e6, "{rate}: compaction {co}");
+    }
+}
+
+#[test]
+fn fig11_with_forward_loss_compaction_falls_behind_suppression_at_9600() {
+    let co = goodput(Technique::Compaction, "9.6kbps", Some(600));
+    let su = goodput(Technique::Suppression, "9.6kbps", Some(600));
+    let hc = goodput(Technique::HeaderCompression, "9.6kbps", Some(600));
+    eprintln!(
+        "600-packet hub queue, 9.6 kb/s: compaction {co:.0}, suppression {su:.0}, vj {hc:.0}"
+    );
+    // Disagrees with the paper; measured 0.75 vs 4.91 Mb/s (vj 0.35): see the module doc.
+    assert!(co < su && co > hc, "{co} {su} {hc}");
+}
