@@ -262,3 +262,29 @@ fn sack_repairs_three_losses_in_one_rtt_newreno_in_three() {
     assert_eq!(sack.retransmissions, 3);
     assert_eq!(newreno.retransmissions, 3);
 }
+
+#[test]
+fn slow_start_overshoot_recovers_after_an_rto_without_a_second_halving() {
+    // Linux-like slow start (2× per RTT) overshoots BDP + queue (3 MB) by ~2 MB on a 20 Mb/s,
+    // 600 ms path and loses ~3000 packets; SACK recovery then times out once. The SACKs that
+    // arrive during the go-back-N round after that RTO must not start a fresh fast recovery:
+    // before RFC 6675 §5.1 was honoured they halved the one-segment window to 2·SMSS and held it
+    // there for the rest of the run (1.4 Mb/s instead of ~16).
+    let text = path(
+        r#"rate = "20Mbps"
+delay = "300ms"
+queue = { limit_packets = 1000 }"#,
+        r#"rate = "20Mbps"
+delay = "300ms"
+queue = { limit_packets = 1000 }"#,
+        r#"abc_segments = 2"#,
+        r#"{ kind = "bulk", duration = "60s" }"#,
+        "",
+    );
+    let mut sim = build(&text);
+    let g = goodput(&mut sim, 0.0, 60.0);
+    let st = sim.opener(0).stats();
+    println!("overshoot: {g:.0} b/s, {st:?}");
+    assert!(st.retransmissions > 1000, "the overshoot must lose a lot: {st:?}");
+    assert!(g > 14e6, "goodput {g:.0} b/s: the sender did not recover from the overshoot");
+}

@@ -979,9 +979,12 @@ impl TcpEndpoint {
         if self.dupacks < self.config.dupthresh && !sack_says_lost {
             return;
         }
-        // RFC 6582 §3.2 step 1: no new recovery for losses from before the last one.
+        // No new recovery for losses from before the last one (RFC 6582 §3.2 step 1), nor after
+        // an RTO until the cumulative ACK passes what was outstanding then (RFC 6675 §5.1 sets
+        // RecoveryPoint = HighData on a timeout): otherwise the SACKs of the go-back-N round
+        // start a fast recovery that halves a one-segment window to 2·SMSS and then holds it
+        // there until every old hole is repaired.
         if self.config.recovery != Recovery::Reno
-            && !self.uses_sack()
             && self.snd_una <= self.last_recover
             && self.last_recover > 0
         {
