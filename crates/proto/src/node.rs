@@ -95,8 +95,13 @@ impl Packet {
 /// Free header buffers of this thread. Bounded, so a burst does not pin memory forever.
 const POOL_MAX: usize = 1 << 16;
 
+/// The boxes themselves are what is recycled (handed back to packets as they are), so the
+/// list holds boxes, not arrays.
+#[allow(clippy::vec_box)]
+type Pool = std::cell::RefCell<Vec<Box<[u8; MAX_HEADER]>>>;
+
 thread_local! {
-    static POOL: std::cell::RefCell<Vec<Box<[u8; MAX_HEADER]>>> = const { std::cell::RefCell::new(Vec::new()) };
+    static POOL: Pool = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// A packet's header storage: a boxed array taken from, and returned to, a per-thread free list.
