@@ -14,6 +14,7 @@
 //! in a router's forwarding path).
 
 pub mod ack;
+pub mod chain;
 pub mod dama;
 pub mod dupack_delay;
 pub mod link;
@@ -24,8 +25,8 @@ pub mod rand;
 pub mod snoop;
 pub mod supercharger;
 pub mod tcp;
-pub mod tunnel;
 pub mod time;
+pub mod tunnel;
 pub mod units;
 pub mod vj;
 pub mod wire;

@@ -37,6 +37,11 @@ pub enum MiddleboxConfig {
     Spoof(crate::pep::SpoofConfig),
     /// IP-in-IP tunnel endpoint with port-based path selection; see [`crate::tunnel`].
     IpipTunnel(crate::tunnel::TunnelConfig),
+    /// Several middleboxes in order; see [`crate::chain`].
+    Chain {
+        /// The elements, first to last.
+        elements: Vec<Self>,
+    },
     /// Stateless ACK expander with optional ACK spacing (Samaraweera 1999 §6–7), at the hub;
     /// see [`crate::ack::AckExpander`].
     AckExpander(crate::ack::AckExpanderConfig),
@@ -53,6 +58,10 @@ impl MiddleboxConfig {
             Self::DupackDelay(c) => c.validate(),
             Self::Spoof(c) => c.validate(),
             Self::IpipTunnel(c) => c.validate(),
+            Self::Chain { elements } => elements
+                .iter()
+                .enumerate()
+                .try_for_each(|(i, e)| e.validate().map_err(|m| format!("elements.{i}.{m}"))),
             Self::AckExpander(c) => c.validate(),
         }
     }
@@ -76,13 +85,15 @@ pub enum Middlebox {
     Spoof(Box<crate::pep::SpoofGateway>),
     /// See [`MiddleboxConfig::IpipTunnel`].
     IpipTunnel(Box<crate::tunnel::Tunnel>),
+    /// See [`MiddleboxConfig::Chain`].
+    Chain(Box<crate::chain::Chain>),
     /// See [`MiddleboxConfig::AckExpander`].
     AckExpander(Box<crate::ack::AckExpander>),
 }
 
 impl Middlebox {
     /// Build the middlebox `config` asks for; `rng` is its own seeded generator.
-    pub fn new(config: &MiddleboxConfig, _rng: Rng) -> Self {
+    pub fn new(config: &MiddleboxConfig, rng: Rng) -> Self {
         match config {
             MiddleboxConfig::PassThrough => Self::PassThrough(PassThrough::default()),
             MiddleboxConfig::Supercharger(c) => {
@@ -101,6 +112,9 @@ impl Middlebox {
             MiddleboxConfig::IpipTunnel(c) => {
                 Self::IpipTunnel(Box::new(crate::tunnel::Tunnel::new(c.clone())))
             }
+            MiddleboxConfig::Chain { elements } => {
+                Self::Chain(Box::new(crate::chain::Chain::new(elements, rng)))
+            }
             MiddleboxConfig::AckExpander(c) => {
                 Self::AckExpander(Box::new(crate::ack::AckExpander::new(c)))
             }
@@ -118,6 +132,7 @@ impl Node for Middlebox {
             Self::DupackDelay(m) => m.handle_packet(now, port, pkt),
             Self::Spoof(m) => m.handle_packet(now, port, pkt),
             Self::IpipTunnel(m) => m.handle_packet(now, port, pkt),
+            Self::Chain(m) => m.handle_packet(now, port, pkt),
             Self::AckExpander(m) => m.handle_packet(now, port, pkt),
         }
     }
@@ -130,6 +145,7 @@ impl Node for Middlebox {
             Self::DupackDelay(m) => m.handle_timeout(now),
             Self::Spoof(m) => m.handle_timeout(now),
             Self::IpipTunnel(m) => m.handle_timeout(now),
+            Self::Chain(m) => m.handle_timeout(now),
             Self::AckExpander(m) => m.handle_timeout(now),
         }
     }
@@ -142,6 +158,7 @@ impl Node for Middlebox {
             Self::DupackDelay(m) => m.poll_transmit(now),
             Self::Spoof(m) => m.poll_transmit(now),
             Self::IpipTunnel(m) => m.poll_transmit(now),
+            Self::Chain(m) => m.poll_transmit(now),
             Self::AckExpander(m) => m.poll_transmit(now),
         }
     }
@@ -154,6 +171,7 @@ impl Node for Middlebox {
             Self::DupackDelay(m) => m.poll_timeout(),
             Self::Spoof(m) => m.poll_timeout(),
             Self::IpipTunnel(m) => m.poll_timeout(),
+            Self::Chain(m) => m.poll_timeout(),
             Self::AckExpander(m) => m.poll_timeout(),
         }
     }

@@ -14,8 +14,9 @@ use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::node::MAX_HEADER;
 use crate::wire::{checksum, IPPROTO_IPIP, IPPROTO_TCP};
-use crate::{Instant, Node, Packet, PortId, Transmit, MAX_HEADER};
+use crate::{Instant, Node, Packet, PortId, Transmit};
 
 /// Settings (`middlebox = { kind = "ipip_tunnel", … }`).
 #[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
@@ -167,7 +168,8 @@ impl Node for Tunnel {
             return;
         }
         if self.selected(port, h) {
-            if let Some(outer) = encapsulate(&pkt, self.config.local, self.config.remote, self.ident)
+            if let Some(outer) =
+                encapsulate(&pkt, self.config.local, self.config.remote, self.ident)
             {
                 self.ident = self.ident.wrapping_add(1);
                 self.stats.encapsulated += 1;

@@ -147,8 +147,12 @@ pub struct Simulation {
     last_link_bytes: Vec<u64>,
     max_cwnd: Vec<u64>,
     done_flows: usize,
-    /// Finished flows per host node, to update `done_flows` incrementally.
+    /// Finished openers per host node, to notice new ones cheaply.
     host_done: Vec<usize>,
+    /// Flows whose opener finished but whose data has not all reached the listener's app.
+    pending: Vec<usize>,
+    /// When each flow completed (see [`Simulation::done_at`]).
+    complete_at: Vec<Option<Instant>>,
     data_packets: u64,
     io_error: Option<io::Error>,
     /// Node id of each `[[dama]]` group.
@@ -303,6 +307,8 @@ impl Simulation {
             outputs: None,
             done_flows: 0,
             host_done: vec![0; n_total],
+            pending: Vec::new(),
+            complete_at: vec![None; scenario.flows.len()],
             dama_nodes: dama_node.into_iter().flatten().collect(),
             dama_of_link,
             last_rtt: vec![None; scenario.flows.len()],
@@ -390,8 +396,11 @@ impl Simulation {
             if let SimNode::Host(h) = &self.nodes[id] {
                 let d = h.done_count();
                 if d != self.host_done[id] {
-                    self.done_flows += d - self.host_done[id];
                     self.host_done[id] = d;
+                    self.openers_finished(id);
+                }
+                if !self.pending.is_empty() {
+                    self.settle_pending();
                     if self.is_done() {
                         return;
                     }
@@ -475,9 +484,42 @@ impl Simulation {
         &self.conn(self.flows[i].listener).ep
     }
 
-    /// When flow `i`'s opener finished its work.
+    /// When flow `i` completed: its opener finished its work *and* the listener's application
+    /// has every byte the opener wrote. For an end-to-end flow that is the opener's last ACK;
+    /// behind a split-TCP relay, which acknowledges early, it is the receiver's last byte.
     pub fn done_at(&self, i: usize) -> Option<Instant> {
-        self.conn(self.flows[i].opener).done_at
+        self.complete_at[i]
+    }
+
+    /// Openers on host `node` whose applications just finished start waiting for their data to
+    /// reach the far application.
+    fn openers_finished(&mut self, node: NodeId) {
+        for f in 0..self.flows.len() {
+            let (host, _) = self.flows[f].opener;
+            if host == node
+                && self.complete_at[f].is_none()
+                && !self.pending.contains(&f)
+                && self.conn(self.flows[f].opener).done_at.is_some()
+            {
+                self.pending.push(f);
+            }
+        }
+    }
+
+    fn settle_pending(&mut self) {
+        let now = self.q.now();
+        let mut i = 0;
+        while i < self.pending.len() {
+            let f = self.pending[i];
+            let written = self.conn(self.flows[f].opener).ep.bytes_written();
+            if self.conn(self.flows[f].listener).ep.bytes_delivered() >= written {
+                self.complete_at[f] = Some(now);
+                self.done_flows += 1;
+                self.pending.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
     }
 
     /// Scenario link `i`. Panics for a DAMA return interface (see [`Self::dama`]).

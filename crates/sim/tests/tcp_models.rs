@@ -285,6 +285,12 @@ queue = { limit_packets = 1000 }"#,
     let g = goodput(&mut sim, 0.0, 60.0);
     let st = sim.opener(0).stats();
     println!("overshoot: {g:.0} b/s, {st:?}");
-    assert!(st.retransmissions > 1000, "the overshoot must lose a lot: {st:?}");
-    assert!(g > 14e6, "goodput {g:.0} b/s: the sender did not recover from the overshoot");
+    assert!(
+        st.retransmissions > 1000,
+        "the overshoot must lose a lot: {st:?}"
+    );
+    assert!(
+        g > 14e6,
+        "goodput {g:.0} b/s: the sender did not recover from the overshoot"
+    );
 }

@@ -10,7 +10,7 @@
 //! (from `return_port` if set) go through the spacer so that they keep their place among
 //! regenerated ones.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
@@ -39,6 +39,9 @@ pub struct AckExpanderConfig {
     /// With spacing: only pure ACKs arriving on this port (the router's incoming-link index of
     /// the return link) share the spacing queue. Default: none (pure ACKs from any port).
     pub return_port: Option<u16>,
+    /// With spacing: a queue and token counter per flow (addresses and ports) instead of one for
+    /// all, the classifier the paper mentions as an option. Default: false (the paper's runs).
+    pub spacing_per_flow: bool,
 }
 
 impl Default for AckExpanderConfig {
@@ -49,6 +52,7 @@ impl Default for AckExpanderConfig {
             spacing: false,
             spacing_tokens: 4,
             return_port: None,
+            spacing_per_flow: false,
         }
     }
 }
@@ -91,15 +95,80 @@ pub struct ExpanderStats {
 pub struct AckExpander {
     config: AckExpanderConfig,
     out: VecDeque<Packet>,
-    spacer: Option<Spacer>,
+    spacing: Option<Spacing>,
     stats: ExpanderStats,
+}
+
+/// One spacer for all, or one per flow.
+#[derive(Clone, Debug)]
+enum Spacing {
+    Shared(Spacer),
+    PerFlow {
+        n: u32,
+        flows: BTreeMap<FlowKey, Spacer>,
+    },
+}
+
+/// IPv4 addresses and TCP ports of an ACK.
+type FlowKey = (u32, u32, u16, u16);
+
+/// Per-flow spacers kept at once; past this, idle ones are forgotten.
+const MAX_SPACED_FLOWS: usize = 4096;
+
+impl Spacing {
+    fn for_packet(&mut self, pkt: &Packet) -> &mut Spacer {
+        match self {
+            Self::Shared(s) => s,
+            Self::PerFlow { n, flows } => {
+                let key = TcpIpv4View::new_checked(pkt.header()).map_or((0, 0, 0, 0), |v| {
+                    (
+                        u32::from(v.src_addr()),
+                        u32::from(v.dst_addr()),
+                        v.src_port(),
+                        v.dst_port(),
+                    )
+                });
+                if flows.len() >= MAX_SPACED_FLOWS && !flows.contains_key(&key) {
+                    flows.retain(|_, s| !s.is_empty());
+                }
+                flows.entry(key).or_insert_with(|| Spacer::new(*n))
+            }
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        match self {
+            Self::Shared(s) => s.handle_timeout(now),
+            Self::PerFlow { flows, .. } => flows.values_mut().for_each(|s| s.handle_timeout(now)),
+        }
+    }
+
+    fn poll_release(&mut self, now: Instant) -> Option<Packet> {
+        match self {
+            Self::Shared(s) => s.poll_release(now),
+            Self::PerFlow { flows, .. } => flows.values_mut().find_map(|s| s.poll_release(now)),
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        match self {
+            Self::Shared(s) => s.poll_timeout(),
+            Self::PerFlow { flows, .. } => flows.values().filter_map(Spacer::poll_timeout).min(),
+        }
+    }
 }
 
 impl AckExpander {
     /// An expander as `config` says (check it with [`AckExpanderConfig::validate`] first).
     pub fn new(config: &AckExpanderConfig) -> Self {
         Self {
-            spacer: config.spacing.then(|| Spacer::new(config.spacing_tokens)),
+            spacing: config.spacing.then(|| match config.spacing_per_flow {
+                false => Spacing::Shared(Spacer::new(config.spacing_tokens)),
+                true => Spacing::PerFlow {
+                    n: config.spacing_tokens,
+                    flows: BTreeMap::new(),
+                },
+            }),
             config: config.clone(),
             out: VecDeque::new(),
             stats: ExpanderStats::default(),
@@ -111,9 +180,21 @@ impl AckExpander {
         self.stats
     }
 
-    /// The spacer, when spacing is on.
+    /// The spacer, when spacing is on with one queue for all flows.
     pub fn spacer(&self) -> Option<&Spacer> {
-        self.spacer.as_ref()
+        match &self.spacing {
+            Some(Spacing::Shared(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// ACKs waiting in the spacing queue(s).
+    pub fn spacing_queue_len(&self) -> usize {
+        match &self.spacing {
+            Some(Spacing::Shared(s)) => s.len(),
+            Some(Spacing::PerFlow { flows, .. }) => flows.values().map(Spacer::len).sum(),
+            None => 0,
+        }
     }
 
     /// Expand one compacted tunnel packet into `out` (regenerated ACKs lowest first, then the
@@ -192,10 +273,10 @@ pub enum ExpandError {
 impl Node for AckExpander {
     fn handle_packet(&mut self, now: Instant, port: PortId, pkt: Packet) {
         if !self.is_for_us(pkt.header()) {
-            if self.spacer.is_some() && self.is_return_ack(port, &pkt) {
+            if self.spacing.is_some() && self.is_return_ack(port, &pkt) {
                 self.stats.spaced_normal += 1;
-                if let Some(s) = self.spacer.as_mut() {
-                    s.handle_normal(now, pkt);
+                if let Some(s) = self.spacing.as_mut() {
+                    s.for_packet(&pkt).handle_normal(now, pkt);
                 }
             } else {
                 self.out.push_back(pkt);
@@ -211,12 +292,12 @@ impl Node for AckExpander {
                     self.stats.compacted += 1;
                     self.stats.regenerated += n as u64 - 1;
                 }
-                match self.spacer.as_mut() {
-                    Some(s) if n > 1 => s.handle_compacted(now, acks),
+                match self.spacing.as_mut() {
+                    Some(s) if n > 1 => s.for_packet(&acks[0]).handle_compacted(now, acks),
                     Some(s) if self.config.return_port.is_none_or(|p| p == port.0) => {
                         // A tunnelled normal ACK: spaced like one that came plain.
                         for a in acks {
-                            s.handle_normal(now, a);
+                            s.for_packet(&a).handle_normal(now, a);
                         }
                     }
                     _ => self.out.extend(acks),
@@ -228,7 +309,7 @@ impl Node for AckExpander {
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        if let Some(s) = self.spacer.as_mut() {
+        if let Some(s) = self.spacing.as_mut() {
             s.handle_timeout(now);
         }
     }
@@ -236,7 +317,7 @@ impl Node for AckExpander {
     fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         let pkt = match self.out.pop_front() {
             Some(p) => p,
-            None => self.spacer.as_mut()?.poll_release(now)?,
+            None => self.spacing.as_mut()?.poll_release(now)?,
         };
         Some(Transmit {
             port: PortId(0),
@@ -245,7 +326,7 @@ impl Node for AckExpander {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.spacer.as_ref().and_then(Spacer::poll_timeout)
+        self.spacing.as_ref().and_then(Spacing::poll_timeout)
     }
 }
 

@@ -10,8 +10,8 @@
 //! - Whenever ACKs are forwarded, the timer is (re)started if it is not running or would expire
 //!   later than `ack_tov` from now.
 //!
-//! One queue for all flows, as the paper's implementation ("does not classify packets"); the
-//! per-flow variant the paper mentions is not implemented.
+//! One `Spacer` serves all flows, as the paper's implementation ("does not classify packets"), or
+//! the expander keeps one per flow (`spacing_per_flow`), the variant the paper mentions.
 
 use std::collections::VecDeque;
 

@@ -576,3 +576,46 @@ fn a_compacting_link_accounts_for_every_packet() {
     assert_eq!(acks, (1..=100).map(|k| 1024 * k).collect::<Vec<u32>>());
     assert!(st.delivered_packets < 20, "{st:?}");
 }
+
+#[test]
+fn per_flow_spacing_does_not_hold_one_flow_behind_another() {
+    let out_after = |per_flow: bool| {
+        let cfg = AckExpanderConfig {
+            compactors: vec![TUN_SRC],
+            spacing: true,
+            spacing_per_flow: per_flow,
+            ..AckExpanderConfig::default()
+        };
+        let mut x = AckExpander::new(&cfg);
+        let ms = |m: u64| Instant::ZERO + Duration::from_millis(m);
+        // Flow 0: normal ACKs 20 ms apart, then a compacted ACK for 8 at 100 ms.
+        for k in 0..5u64 {
+            x.handle_packet(
+                ms(20 * k),
+                PortId(1),
+                seg(0, 1000 * (k as u32 + 1), Kind::Pure, k),
+            );
+            while x.poll_transmit(ms(20 * k)).is_some() {}
+        }
+        x.handle_packet(
+            ms(100),
+            PortId(1),
+            tunnel(13_000, 7, 7000, TUN_SRC, Kind::Pure),
+        );
+        while x.poll_transmit(ms(100)).is_some() {}
+        // Flow 1's first ACK at 110 ms, while flow 0's regenerated ACKs wait.
+        x.handle_packet(ms(110), PortId(1), seg(1, 500, Kind::Pure, 99));
+        let out: Vec<(u16, u32)> = std::iter::from_fn(|| x.poll_transmit(ms(110)))
+            .map(|t| {
+                let (_, tcp) = parse_ipv4_tcp(t.pkt.header(), 0).expect("ack");
+                (tcp.src_port, tcp.ack.expect("a").0)
+            })
+            .collect();
+        (out, x.spacing_queue_len())
+    };
+    // Shared queue: flow 1's ACK only earns a token, which releases flow 0's next ACK (7 wait,
+    // flow 1's among them).
+    assert_eq!(out_after(false), (vec![(5000, 7000)], 7));
+    // Per flow: flow 1's ACK leaves at once; flow 0's remaining seven stay spaced.
+    assert_eq!(out_after(true), (vec![(5001, 500)], 7));
+}

@@ -49,7 +49,7 @@ pub struct SpoofConfig {
     /// Arrival port of the links from the Internet side: data arriving there is spoofed.
     /// Default 0.
     pub internet_port: u16,
-    /// Spoof only connections whose Internet-side port is one of these (port-based selection:
+    /// Spoof only connections with either port in this list (port-based selection:
     /// e.g. `[80]`); empty: all.
     pub ports: Vec<u16>,
     /// Gateway buffer per connection; bounds the window advertised to the Internet host.
@@ -343,7 +343,8 @@ impl SpoofGateway {
     fn on_internet_segment(&mut self, now: Instant, key: Key, seg: &TcpRepr, pkt: Packet) {
         let syn = seg.flags.contains(TcpFlags::SYN);
         if !self.ccbs.contains_key(&key) {
-            let wanted = self.config.ports.is_empty() || self.config.ports.contains(&key.1 .1);
+            let wanted = self.config.ports.is_empty()
+                || (self.config.ports.contains(&key.0 .1) || self.config.ports.contains(&key.1 .1));
             if !(syn && seg.ack.is_none() && wanted) {
                 self.out.push_back(pkt);
                 return;
@@ -572,7 +573,8 @@ impl Node for SpoofGateway {
             && !self.ccbs.contains_key(&key)
         {
             // The hybrid host opens: allocate like for the other direction.
-            let wanted = self.config.ports.is_empty() || self.config.ports.contains(&key.1 .1);
+            let wanted = self.config.ports.is_empty()
+                || (self.config.ports.contains(&key.0 .1) || self.config.ports.contains(&key.1 .1));
             if wanted && self.ccbs.len() < self.config.max_ccbs as usize {
                 let c = self.new_ccb(now);
                 self.ccbs.insert(key, c);

@@ -188,7 +188,7 @@ impl Flow {
         };
         self.rate.on_ack(obs);
         self.last_ack = Some(obs);
-        self.replay(now);
+        self.replay();
     }
 
     /// An ACK from the receiver: RTT sample (eq. 1), rate sample (eq. 3), new forecast.
@@ -216,7 +216,7 @@ impl Flow {
         if self.last_ack.is_none_or(|l| ack >= l.ack) {
             self.rate.on_ack(obs);
             self.last_ack = Some(obs);
-            self.replay(now);
+            self.replay();
         }
     }
 
@@ -253,7 +253,7 @@ impl Flow {
     /// application had read up to `edge − W` (W = the receiver's buffer, its largest window)
     /// and everything acknowledged had arrived; then every forwarded segment arrives `D/2` after
     /// it left.
-    fn replay(&mut self, _now: Instant) {
+    fn replay(&mut self) {
         let Some(last) = self.last_ack else { return };
         let w = self.rate.max_window();
         let half = self.half_rtt();
