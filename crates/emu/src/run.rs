@@ -92,6 +92,26 @@ enum Stop {
 const TOKEN_TIMER: u64 = u64::MAX;
 const TOKEN_SIGNAL: u64 = u64::MAX - 1;
 
+/// Refuse, rather than silently ignore, what the emulator cannot carry yet: middleboxes (they
+/// model payloads as lengths, the emulator carries real bytes) and DAMA return links.
+fn check_supported(scenario: &Scenario) -> Result<(), EmuError> {
+    if let Some(n) = scenario.nodes.iter().find(|n| n.middlebox.is_some()) {
+        return Err(EmuError::Scenario(format!(
+            "node `{}` has a middlebox; the emulator does not run middleboxes yet (the \
+             simulator does: `satpep sim`). See docs/emulator.md",
+            n.name
+        )));
+    }
+    if let Some(d) = scenario.dama.first() {
+        return Err(EmuError::Scenario(format!(
+            "[[dama]] `{}`: the emulator does not run DAMA return links yet (the simulator \
+             does: `satpep sim`). See docs/emulator.md",
+            d.name
+        )));
+    }
+    Ok(())
+}
+
 /// Emulate `scenario` in real time with `opts` (see the crate documentation).
 ///
 /// Errors: [`EmuError::Privileges`] when this process cannot create namespaces or TUN
@@ -99,6 +119,7 @@ const TOKEN_SIGNAL: u64 = u64::MAX - 1;
 /// set-up and I/O failures. Namespaces are removed on every path out, including errors and
 /// SIGINT/SIGTERM.
 pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuError> {
+    check_supported(scenario)?;
     netns::check_privileges()?;
     let hosts: Vec<(usize, String, std::net::Ipv4Addr)> = scenario
         .nodes

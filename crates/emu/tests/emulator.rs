@@ -468,3 +468,20 @@ fn pids_in(ns: &str) -> Vec<i32> {
         })
         .unwrap_or_default()
 }
+
+/// Middleboxes and DAMA are refused with exit code 2 before anything is set up (no root needed
+/// to see the message).
+#[test]
+fn middleboxes_and_dama_are_refused_not_ignored() {
+    let text = satpep_scenario::default_scenario_text().replace(
+        "name = \"gateway\"        # the satellite gateway (hub); forwards only\nkind = \"router\"",
+        "name = \"gateway\"\nkind = \"router\"\nmiddlebox = { kind = \"pass_through\" }",
+    );
+    let sc = satpep_scenario::load_str(&text, "mb", &[])
+        .unwrap()
+        .scenario;
+    let dir = tempfile::tempdir().unwrap();
+    let err = satpep_emu::run(&sc, &EmuOptions::new(dir.path())).unwrap_err();
+    assert_eq!(err.exit_code(), 2);
+    assert!(err.to_string().contains("middlebox"), "{err}");
+}
