@@ -15,7 +15,7 @@ use std::net::Ipv4Addr;
 use serde::{Deserialize, Serialize};
 
 use crate::node::MAX_HEADER;
-use crate::wire::{checksum, IPPROTO_IPIP, IPPROTO_TCP};
+use crate::wire::{checksum, ipip, IPPROTO_IPIP, IPPROTO_TCP};
 use crate::{Instant, Node, Packet, PortId, Transmit};
 
 /// Settings (`middlebox = { kind = "ipip_tunnel", … }`).
@@ -109,18 +109,7 @@ fn encapsulate(pkt: &Packet, src: Ipv4Addr, dst: Ipv4Addr, ident: u16) -> Option
     }
     let total = u16::try_from(pkt.wire_len() + OUTER as u64).ok()?;
     let mut out = Packet::build(pkt.payload_len, |b| {
-        let o = &mut b[..OUTER];
-        o[0] = 0x45;
-        o[1] = inner[1];
-        o[2..4].copy_from_slice(&total.to_be_bytes());
-        o[4..6].copy_from_slice(&ident.to_be_bytes());
-        o[6..8].copy_from_slice(&0x4000u16.to_be_bytes());
-        o[8] = 64;
-        o[9] = IPPROTO_IPIP;
-        o[12..16].copy_from_slice(&src.octets());
-        o[16..20].copy_from_slice(&dst.octets());
-        let check = checksum::finish(checksum::sum(0, o));
-        o[10..12].copy_from_slice(&check.to_be_bytes());
+        ipip::write_outer_header(b, total, inner[1], ident, src, dst);
         b[OUTER..OUTER + inner.len()].copy_from_slice(inner);
         OUTER + inner.len()
     });

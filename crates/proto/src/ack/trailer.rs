@@ -20,8 +20,8 @@
 
 use std::net::Ipv4Addr;
 
-use crate::wire::checksum;
 use crate::wire::IPPROTO_IPIP;
+use crate::wire::{checksum, ipip};
 
 /// Largest count a trailer holds.
 pub const MAX_COUNT: u32 = 255;
@@ -85,19 +85,7 @@ pub fn encapsulate(
         return None;
     }
     let total = u16::try_from(n).ok()?;
-    let o = &mut out[..OUTER_LEN];
-    o[0] = 0x45;
-    o[1] = inner[1];
-    o[2..4].copy_from_slice(&total.to_be_bytes());
-    o[4..6].copy_from_slice(&ident.to_be_bytes());
-    o[6..8].copy_from_slice(&0x4000u16.to_be_bytes());
-    o[8] = 64;
-    o[9] = IPPROTO_IPIP;
-    o[10..12].fill(0);
-    o[12..16].copy_from_slice(&src.octets());
-    o[16..20].copy_from_slice(&dst.octets());
-    let check = checksum::finish(checksum::sum(0, o));
-    o[10..12].copy_from_slice(&check.to_be_bytes());
+    ipip::write_outer_header(out, total, inner[1], ident, src, dst);
     out[OUTER_LEN..OUTER_LEN + inner.len()].copy_from_slice(inner);
     let t = &mut out[OUTER_LEN + inner.len()..n];
     t[0] = trailer.count;

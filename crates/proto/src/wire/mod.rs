@@ -12,6 +12,7 @@
 
 pub mod checksum;
 pub mod fuzzing;
+pub mod ipip;
 mod ipv4;
 mod seq;
 mod tcp;
