@@ -58,19 +58,8 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Run `satpep emu`. Exit codes: 0 ok, 1 run failure or failing client command, 2 bad
 /// scenario or arguments, or missing privileges (root, network namespaces, /dev/net/tun).
 pub fn run(args: EmuArgs) -> ExitCode {
-    let mut overrides = args.set.clone();
-    if let Some(seed) = args.seed {
-        overrides.push(format!("seed={seed}"));
-    }
-    let loaded = match &args.scenario {
-        Some(path) => satpep_scenario::load_file(path, &overrides),
-        None => satpep_scenario::load_str(
-            satpep_scenario::default_scenario_text(),
-            "<built-in>",
-            &overrides,
-        ),
-    };
-    let loaded = match loaded {
+    use crate::sim_cmd::load;
+    let loaded = match load(args.scenario.as_deref(), &args.set, args.seed) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("error: {e}");

@@ -43,21 +43,30 @@ pub struct SimArgs {
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// Run `satpep sim`. Exit codes: 0 ok, 1 run or I/O failure, 2 bad scenario or arguments.
-pub fn run(args: SimArgs) -> ExitCode {
-    let mut overrides = args.set.clone();
-    if let Some(seed) = args.seed {
+/// Load the scenario file (or the built-in default) with `--set` overrides and `--seed`;
+/// shared by `sim` and `emu`.
+pub fn load(
+    file: Option<&Path>,
+    set: &[String],
+    seed: Option<u64>,
+) -> Result<Loaded, satpep_scenario::ScenarioError> {
+    let mut overrides = set.to_vec();
+    if let Some(seed) = seed {
         overrides.push(format!("seed={seed}"));
     }
-    let loaded = match &args.scenario {
+    match file {
         Some(path) => satpep_scenario::load_file(path, &overrides),
         None => satpep_scenario::load_str(
             satpep_scenario::default_scenario_text(),
             "<built-in>",
             &overrides,
         ),
-    };
-    let loaded = match loaded {
+    }
+}
+
+/// Run `satpep sim`. Exit codes: 0 ok, 1 run or I/O failure, 2 bad scenario or arguments.
+pub fn run(args: SimArgs) -> ExitCode {
+    let loaded = match load(args.scenario.as_deref(), &args.set, args.seed) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("error: {e}");
