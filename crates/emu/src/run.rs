@@ -144,6 +144,9 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
     std::fs::create_dir_all(&opts.out)
         .map_err(|e| EmuError::Setup(format!("{}: {e}", opts.out.display())))?;
 
+    // Catch SIGINT/SIGTERM before the first namespace exists, so that a signal during set-up
+    // still ends in the clean-up path rather than the default action.
+    let signals = SignalPipe::install()?;
     let mut spaces = Namespaces::create(&hosts)?;
     let ns_of = |node: usize| spaces.list.iter().position(|n| n.node == node);
     let mut port_of = vec![None; scenario.nodes.len()];
@@ -164,7 +167,6 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
         Some(PcapTrace::create(opts.out.join("trace.pcap"))?)
     };
 
-    let signals = SignalPipe::install()?;
     let mut epoll = Epoll::new()?;
     let mut timer = TimerFd::new()?;
     for (p, ns) in spaces.list.iter().enumerate() {

@@ -333,11 +333,25 @@ fn sigterm_stops_the_run_and_removes_its_namespaces() {
     let mut child = spawn_child("sleep 300");
     let prefix = format!("satpep-{}-", child.id());
     let spaces = wait_for_namespaces(&prefix, &mut child);
+    // Wait for the server command itself: set-up also runs short-lived commands (sysctl) in
+    // the namespaces.
+    let is_sleep = |pid: &i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep")
+    };
     wait_for(
-        || spaces.iter().any(|ns| !pids_in(ns).is_empty()),
+        || {
+            spaces
+                .iter()
+                .flat_map(|ns| pids_in(ns))
+                .any(|p| is_sleep(&p))
+        },
         "server start",
     );
-    let sleepers: Vec<i32> = spaces.iter().flat_map(|ns| pids_in(ns)).collect();
+    let sleepers: Vec<i32> = spaces
+        .iter()
+        .flat_map(|ns| pids_in(ns))
+        .filter(is_sleep)
+        .collect();
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
