@@ -984,8 +984,10 @@ impl TcpEndpoint {
         // RecoveryPoint = HighData on a timeout): otherwise the SACKs of the go-back-N round
         // start a fast recovery that halves a one-segment window to 2·SMSS and then holds it
         // there until every old hole is repaired.
+        // `last_recover` is one past the last byte then sent, so an ACK of exactly it already
+        // "covers more than recover" in RFC 6582's terms.
         if self.config.recovery != Recovery::Reno
-            && self.snd_una <= self.last_recover
+            && self.snd_una < self.last_recover
             && self.last_recover > 0
         {
             return;
