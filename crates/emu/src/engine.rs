@@ -24,6 +24,7 @@ use std::io;
 
 use satpep_output::PcapTrace;
 use satpep_proto::link::Link;
+use satpep_proto::middlebox::Middlebox;
 use satpep_proto::node::MAX_HEADER;
 use satpep_proto::rand::Rng;
 use satpep_proto::{Instant, Node, Packet, PortId};
@@ -92,6 +93,12 @@ pub struct Engine {
     counters: PathCounters,
     /// Links that received a packet during the current pass.
     touched: bool,
+    /// The middlebox of each node (routers only), built as the simulator builds it.
+    middleboxes: Vec<Option<Middlebox>>,
+    /// Buffers of the packets each middlebox holds, by packet id.
+    mb_held: Vec<Vec<Held>>,
+    /// Arrival port of each link at its far end (incoming links numbered from 0 in file order).
+    in_port: Vec<u16>,
 }
 
 impl Engine {
@@ -121,7 +128,31 @@ impl Engine {
             .map(|(i, n)| (u32::from(n.address), i))
             .collect();
         hosts.sort_unstable();
+        let middleboxes = scenario
+            .nodes
+            .iter()
+            .map(|n| {
+                n.middlebox.as_ref().map(|mb| {
+                    Middlebox::new(
+                        mb,
+                        Rng::for_component(scenario.seed, &format!("middlebox:{}", n.name)),
+                    )
+                })
+            })
+            .collect();
+        let mut incoming = vec![0u16; scenario.nodes.len()];
+        let in_port = scenario
+            .links
+            .iter()
+            .map(|l| {
+                incoming[l.to] += 1;
+                incoming[l.to] - 1
+            })
+            .collect();
         Self {
+            middleboxes,
+            mb_held: vec![Vec::new(); scenario.nodes.len()],
+            in_port,
             links,
             routes: scenario.routes.clone(),
             hosts,
@@ -186,6 +217,15 @@ impl Engine {
     ) -> io::Result<()> {
         // A packet handed to a link of lower index during a pass could only come out of it in
         // the same pass with zero delay and an infinite rate; loop until quiet anyway.
+        for node in 0..self.middleboxes.len() {
+            let due = self.middleboxes[node].as_ref().and_then(Node::poll_timeout);
+            if due.is_some_and(|t| t <= now) {
+                if let Some(mb) = self.middleboxes[node].as_mut() {
+                    mb.handle_timeout(now);
+                }
+                self.drain_middlebox(node, now);
+            }
+        }
         for _ in 0..16 {
             self.touched = false;
             for l in 0..self.links.len() {
@@ -198,12 +238,51 @@ impl Engine {
         Ok(())
     }
 
-    /// The earliest instant some link must be serviced.
+    /// The earliest instant some link or middlebox must be serviced.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.links
+        let links = self.links.iter().filter_map(|l| l.link.poll_timeout());
+        let mbs = self
+            .middleboxes
             .iter()
-            .filter_map(|l| l.link.poll_timeout())
-            .min()
+            .flatten()
+            .filter_map(Node::poll_timeout);
+        links.chain(mbs).min()
+    }
+
+    /// Send on what a middlebox emits: a packet it passes keeps its buffer (matched by id); a
+    /// packet it creates gets one when it has no payload (the expander's ACKs); a created
+    /// packet with payload has no bytes to carry and is counted in `lost_buffers`.
+    fn drain_middlebox(&mut self, node: usize, now: Instant) {
+        let Some(mut mb) = self.middleboxes[node].take() else {
+            return;
+        };
+        while let Some(tx) = mb.poll_transmit(now) {
+            let pkt = tx.pkt;
+            let held = match self.mb_held[node].iter().position(|h| h.id == pkt.id) {
+                Some(i) => self.mb_held[node].swap_remove(i),
+                None if pkt.payload_len == 0 => {
+                    let Some(slot) = self.pool.alloc() else {
+                        self.counters.pool_exhausted += 1;
+                        continue;
+                    };
+                    Held {
+                        id: pkt.id,
+                        slot,
+                        hdr_len: pkt.header_len() as u16,
+                    }
+                }
+                None => {
+                    self.counters.lost_buffers += 1;
+                    continue;
+                }
+            };
+            let next = ipv4_dst(pkt.header()).and_then(|dst| self.route(node, dst));
+            match next {
+                Some(next) => self.enter(next, now, pkt, held.slot, held.hdr_len),
+                None => self.pool.release(held.slot),
+            }
+        }
+        self.middleboxes[node] = Some(mb);
     }
 
     /// Link `i`'s model (for statistics).
@@ -275,6 +354,22 @@ impl Engine {
             };
             if self.host_at(dst) == Some(to) {
                 self.deliver(to, &pkt, held, write)?;
+                continue;
+            }
+            if self.middleboxes[to].is_some() {
+                // As the simulator's router: TTL first, then the middlebox, whose output is
+                // routed by destination. The buffer waits beside it, found again by packet id.
+                if !decrement_ttl(pkt.header_mut()) {
+                    self.counters.ttl_expired += 1;
+                    self.pool.release(held.slot);
+                    continue;
+                }
+                self.mb_held[to].push(Held { id: pkt.id, ..held });
+                let port = PortId(self.in_port[l]);
+                if let Some(mb) = self.middleboxes[to].as_mut() {
+                    mb.handle_packet(now, port, pkt);
+                }
+                self.drain_middlebox(to, now);
                 continue;
             }
             // Forward at node `to`, as a router would.

@@ -24,6 +24,7 @@ use crate::netns::{self, Namespaces};
 use crate::report::{EmuSummary, LinkLateness};
 use crate::sys::{self, Epoll, SignalPipe, TimerFd};
 use crate::EmuError;
+use satpep_proto::middlebox::MiddleboxConfig;
 
 /// Packets read from one device per pass before the links are serviced.
 pub const READ_BATCH: usize = 64;
@@ -92,15 +93,29 @@ enum Stop {
 const TOKEN_TIMER: u64 = u64::MAX;
 const TOKEN_SIGNAL: u64 = u64::MAX - 1;
 
-/// Refuse, rather than silently ignore, what the emulator cannot carry yet: middleboxes (they
-/// model payloads as lengths, the emulator carries real bytes) and DAMA return links.
+/// Refuse, rather than silently ignore, what the emulator cannot carry yet: middleboxes that
+/// create or re-segment payload (the emulator carries real bytes, middleboxes model payload as a
+/// length; see docs/emulator.md) and DAMA return links.
 fn check_supported(scenario: &Scenario) -> Result<(), EmuError> {
-    if let Some(n) = scenario.nodes.iter().find(|n| n.middlebox.is_some()) {
-        return Err(EmuError::Scenario(format!(
-            "node `{}` has a middlebox; the emulator does not run middleboxes yet (the \
-             simulator does: `satpep sim`). See docs/emulator.md",
-            n.name
-        )));
+    for n in &scenario.nodes {
+        let ok = match &n.middlebox {
+            None => true,
+            Some(mb) => matches!(
+                mb,
+                MiddleboxConfig::PassThrough
+                    | MiddleboxConfig::AckExpander(_)
+                    | MiddleboxConfig::Supercharger(_)
+                    | MiddleboxConfig::DupackDelay(_)
+            ),
+        };
+        if !ok {
+            return Err(EmuError::Scenario(format!(
+                "node `{}`: this middlebox creates or re-segments payload, which the emulator \
+                 cannot carry yet (the simulator runs it: `satpep sim`). The emulator runs \
+                 pass_through, ack_expander, supercharger and dupack_delay. See docs/emulator.md",
+                n.name
+            )));
+        }
     }
     if let Some(d) = scenario.dama.first() {
         return Err(EmuError::Scenario(format!(

@@ -173,6 +173,96 @@ fn asymmetric(kind: &str) -> Scenario {
         .scenario
 }
 
+/// gw → term forward 10 Mb/s; term → hub → gw return, 64 kb/s then 10 Mb/s; the return queue
+/// compacts ACKs into a tunnel to the hub, whose `ack_expander` restores them.
+fn compacting() -> Scenario {
+    let text = r#"
+        name = "compact"
+        [[node]]
+        name = "gw"
+        address = "10.0.0.1"
+        [[node]]
+        name = "term"
+        address = "10.0.1.1"
+        [[node]]
+        name = "hub"
+        kind = "router"
+        address = "10.0.2.1"
+        middlebox = { kind = "ack_expander", compactors = ["10.0.1.1"] }
+        [[link]]
+        name = "fwd"
+        from = "gw"
+        to = "term"
+        rate = "10Mbps"
+        delay = "250ms"
+        queue = { limit_packets = 1000 }
+        [[link]]
+        name = "ret"
+        from = "term"
+        to = "hub"
+        rate = "64kbps"
+        delay = "250ms"
+        queue = { kind = "ack_compaction", limit_packets = 20, ack = { tunnel_src = "10.0.1.1", tunnel_dst = "10.0.2.1" } }
+        [[link]]
+        name = "hub-gw"
+        from = "hub"
+        to = "gw"
+        rate = "10Mbps"
+        delay = "1ms"
+        [[link]]
+        name = "gw-hub"
+        from = "gw"
+        to = "hub"
+        rate = "10Mbps"
+        delay = "1ms"
+        [[flow]]
+        from = "gw"
+        to = "term"
+        app = { kind = "bulk" }
+        "#;
+    satpep_scenario::load_str(text, "<test>", &[])
+        .expect("compaction scenario loads")
+        .scenario
+}
+
+/// ACK compaction + the stateless expander run in the emulator as in the simulator (the same
+/// queue discipline inside the return link, the same middlebox at the hub), carrying Linux's
+/// real ACKs: goodput beats plain drop-tail on the same 64 kb/s return link.
+#[test]
+fn ack_compaction_and_expander_carry_real_acks() {
+    let _serial = SERIAL.lock();
+    let name = "ack_compaction_and_expander_carry_real_acks";
+    if !can_emulate(name) || !has("iperf3", name) {
+        return;
+    }
+    let (plain, _) = asymmetric_goodput("drop_tail");
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = EmuOptions::new(dir.path());
+    opts.server = Some("iperf3 -s -1".into());
+    opts.client = Some("iperf3 -c {server} -C cubic -t 30 -J".into());
+    opts.duration = Some(Duration::from_secs(60));
+    let out = satpep_emu::run(&compacting(), &opts).unwrap();
+    let log = std::fs::read_to_string(&out.client_log).unwrap();
+    assert_eq!(out.summary.client_exit, Some(0), "{log}");
+    let json: serde_json::Value = serde_json::from_str(&log).unwrap();
+    let compacted = json["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap();
+    let ret = &out.summary.base.links[1];
+    println!(
+        "goodput drop-tail {:.3} Mb/s, compaction + expander {:.3} Mb/s; return link delivered {} \
+         packets; lost buffers {}",
+        plain / 1e6,
+        compacted / 1e6,
+        ret.delivered_packets,
+        out.summary.path.lost_buffers
+    );
+    assert!(
+        compacted > plain * 1.03,
+        "compaction {compacted} vs drop-tail {plain}"
+    );
+}
+
 /// Goodput (b/s, iperf3's receiver) of a 30 s CUBIC transfer over [`asymmetric`], and the
 /// return link's summary.
 fn asymmetric_goodput(kind: &str) -> (f64, satpep_output::LinkSummary) {
@@ -483,13 +573,13 @@ fn pids_in(ns: &str) -> Vec<i32> {
         .unwrap_or_default()
 }
 
-/// Middleboxes and DAMA are refused with exit code 2 before anything is set up (no root needed
-/// to see the message).
+/// Middleboxes that create payload (Snoop, split relays…) and DAMA are refused with exit code 2
+/// before anything is set up (no root needed to see the message).
 #[test]
-fn middleboxes_and_dama_are_refused_not_ignored() {
+fn payload_creating_middleboxes_are_refused_not_ignored() {
     let text = satpep_scenario::default_scenario_text().replace(
         "name = \"gateway\"        # the satellite gateway (hub); forwards only\nkind = \"router\"",
-        "name = \"gateway\"\nkind = \"router\"\nmiddlebox = { kind = \"pass_through\" }",
+        "name = \"gateway\"\nkind = \"router\"\nmiddlebox = { kind = \"snoop\" }",
     );
     let sc = satpep_scenario::load_str(&text, "mb", &[])
         .unwrap()

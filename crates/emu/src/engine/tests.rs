@@ -250,3 +250,36 @@ fn header_length_covers_ip_and_transport_headers() {
     assert_eq!(header_len(&t), 52);
     assert_eq!(header_len(&t[..40]), 40, "never past the packet");
 }
+
+/// A router with a pass-through middlebox carries packets exactly as a plain router: same
+/// bytes, same delivery instant (the middlebox sits in the router, outside the links).
+#[test]
+fn a_pass_through_middlebox_changes_neither_bytes_nor_timing() {
+    let text_plain = scenario("");
+    let mut with = text_plain.clone();
+    with.nodes[1].middlebox = Some(satpep_proto::middlebox::MiddleboxConfig::PassThrough);
+    let mut out = Vec::new();
+    for sc in [text_plain, with] {
+        let mut e = Engine::new(&sc);
+        let pkt = udp([10, 0, 1, 1], 1000);
+        e.ingress(0, Instant::ZERO, |b| {
+            b[..pkt.len()].copy_from_slice(&pkt);
+            Ok(Some(pkt.len()))
+        })
+        .unwrap();
+        let mut got: Vec<(Instant, Vec<u8>)> = Vec::new();
+        while let Some(now) = e.poll_timeout() {
+            e.service(now, &mut None, |_, bytes| {
+                got.push((now, bytes.to_vec()));
+                Ok(true)
+            })
+            .unwrap();
+        }
+        assert_eq!(got.len(), 1);
+        assert_eq!(e.buffers_in_use(), 0, "every buffer returned");
+        out.push(got.remove(0));
+    }
+    assert_eq!(out[0], out[1]);
+    // The router decremented the TTL (64 → 63) and kept the header checksum valid.
+    assert_eq!(out[1].1[8], 63);
+}
