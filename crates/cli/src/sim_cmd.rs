@@ -3,15 +3,11 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::{Instant as WallInstant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use satpep_output::{
-    render_sweep_table, render_table, write_run_json, Summary, SweepRow, SweepWriter,
-};
+use satpep_output::{render_sweep_table, render_table, write_run_json, SweepRow, SweepWriter};
 use satpep_scenario::{Loaded, Scenario};
 use satpep_sim::{Outputs, RunResult, Simulation};
 
@@ -165,42 +161,23 @@ fn run_sweep(args: &SimArgs, loaded: &Loaded, out: &Path) -> Result<(), String> 
         .iter()
         .map(|(k, _)| k.clone())
         .collect();
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<(usize, Result<Summary, String>)>> = Mutex::new(Vec::new());
     let bar = std::io::stderr()
         .is_terminal()
         .then(|| ProgressBar::new(points.len() as u64));
-    std::thread::scope(|s| {
-        for _ in 0..jobs.min(points.len()) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(p) = points.get(i) else { break };
-                let dir = out.join(format!("run-{i:03}"));
-                let r = run_one(&p.scenario, &p.scenario.to_table(), &dir, false)
-                    .map(|(r, _)| r.summary);
-                if let Some(b) = &bar {
-                    b.inc(1);
-                }
-                if let Ok(mut v) = results.lock() {
-                    v.push((i, r));
-                }
-            });
+    let results = satpep_sim::parallel::map_in_order(points, args.jobs.unwrap_or(0), |i, p| {
+        let dir = out.join(format!("run-{i:03}"));
+        let r = run_one(&p.scenario, &p.scenario.to_table(), &dir, false).map(|(r, _)| r.summary);
+        if let Some(b) = &bar {
+            b.inc(1);
         }
+        r
     });
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let mut results = results
-        .into_inner()
-        .map_err(|_| "a sweep worker panicked".to_string())?;
-    results.sort_by_key(|(i, _)| *i);
     let mut writer =
         SweepWriter::create(out, keys).map_err(|e| format!("{}: {e}", out.display()))?;
-    for (i, r) in results {
+    for (i, r) in results.into_iter().enumerate() {
         let summary = r?;
         writer.push(SweepRow::from_summary(i, &points[i].assignments, &summary));
     }

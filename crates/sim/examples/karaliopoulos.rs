@@ -35,27 +35,9 @@ fn point(scheme: Scheme, per: f64, bytes: u64, rate: &str, seed: u64) -> Point {
 
 /// Run every point on all cores; results in input order.
 fn run_all(points: &[Point], every: Option<Duration>) -> Vec<Outcome> {
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results = std::sync::Mutex::new(vec![None; points.len()]);
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(p) = points.get(i) else { break };
-                let o = run(p, every).unwrap_or_else(|e| panic!("{p:?}: {e}"));
-                if let Ok(mut r) = results.lock() {
-                    r[i] = Some(o);
-                }
-            });
-        }
-    });
-    results
-        .into_inner()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|o| o.expect("every point ran"))
-        .collect()
+    satpep_sim::parallel::map_in_order(points, 0, |_, p| {
+        run(p, every).unwrap_or_else(|e| panic!("{p:?}: {e}"))
+    })
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -372,28 +372,21 @@ fn fig7(out: &Path) -> Res<()> {
         .iter()
         .flat_map(|n| sizes.iter().map(move |s| (n.clone(), s.0)))
         .collect();
-    let results = std::sync::Mutex::new(BTreeMap::new());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    std::thread::scope(|sc| {
-        for _ in 0..threads {
-            sc.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some((n, size)) = jobs.get(i) else { break };
-                let set = [scheme(n), vec![format!("flow.ftp.app.bytes=\"{size}\"")]].concat();
-                let dir = out
-                    .join("fig7")
-                    .join(format!("{}-{size}", n.replace([' ', '='], "_")));
-                let t = run(None, &set, &dir)
-                    .ok()
-                    .and_then(|s| s.flows[0].completion_time_s);
-                if let Ok(mut r) = results.lock() {
-                    r.insert((n.clone(), size.to_string()), t.unwrap_or(f64::NAN));
-                }
-            });
-        }
+    let times = satpep_sim::parallel::map_in_order(&jobs, 0, |_, (n, size)| {
+        let set = [scheme(n), vec![format!("flow.ftp.app.bytes=\"{size}\"")]].concat();
+        let dir = out
+            .join("fig7")
+            .join(format!("{}-{size}", n.replace([' ', '='], "_")));
+        run(None, &set, &dir)
+            .ok()
+            .and_then(|s| s.flows[0].completion_time_s)
+            .unwrap_or(f64::NAN)
     });
-    let r = results.into_inner().map_err(|_| "poisoned")?;
+    let r: BTreeMap<(String, String), f64> = jobs
+        .iter()
+        .zip(times)
+        .map(|((n, size), t)| ((n.clone(), size.to_string()), t))
+        .collect();
     let get = |n: &str, s: &str| {
         r.get(&(n.to_string(), s.to_string()))
             .copied()

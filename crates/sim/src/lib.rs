@@ -8,6 +8,7 @@ mod dama_out;
 pub mod engine;
 pub mod experiments;
 pub mod host;
+pub mod parallel;
 pub mod router;
 mod world;
 
