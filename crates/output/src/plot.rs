@@ -33,7 +33,7 @@ const SIZE: (u32, u32) = (1000, 600);
 const MAX_POINTS: usize = 4_000;
 /// Line colours: the Tableau 10 palette, distinguishable on white and by most colour-blind
 /// readers (Palette99's third colour, yellow, is hard to see on white).
-const PALETTE: [RGBColor; 10] = [
+pub const PALETTE: [RGBColor; 10] = [
     RGBColor(0x1f, 0x77, 0xb4),
     RGBColor(0xff, 0x7f, 0x0e),
     RGBColor(0x2c, 0xa0, 0x2c),

@@ -100,16 +100,8 @@ struct Chart<'a> {
     bars: Option<Vec<String>>,
 }
 
-const COLOURS: [RGBColor; 8] = [
-    RGBColor(0x1f, 0x77, 0xb4),
-    RGBColor(0xff, 0x7f, 0x0e),
-    RGBColor(0x2c, 0xa0, 0x2c),
-    RGBColor(0xd6, 0x27, 0x28),
-    RGBColor(0x94, 0x67, 0xbd),
-    RGBColor(0x8c, 0x56, 0x4b),
-    RGBColor(0xe3, 0x77, 0xc2),
-    RGBColor(0x7f, 0x7f, 0x7f),
-];
+/// The line colours every satpep plot uses.
+const COLOURS: [RGBColor; 10] = satpep_output::plot::PALETTE;
 
 fn plot(path: &Path, c: &Chart<'_>) -> Res<()> {
     let root = BitMapBackend::new(path, (720, 400)).into_drawing_area();
