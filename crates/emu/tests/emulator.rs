@@ -236,26 +236,15 @@ fn ack_compaction_and_expander_carry_real_acks() {
         return;
     }
     let (plain, _) = asymmetric_goodput("drop_tail");
-    let dir = tempfile::tempdir().unwrap();
-    let mut opts = EmuOptions::new(dir.path());
-    opts.server = Some("iperf3 -s -1".into());
-    opts.client = Some("iperf3 -c {server} -C cubic -t 30 -J".into());
-    opts.duration = Some(Duration::from_secs(60));
-    let out = satpep_emu::run(&compacting(), &opts).unwrap();
-    let log = std::fs::read_to_string(&out.client_log).unwrap();
-    assert_eq!(out.summary.client_exit, Some(0), "{log}");
-    let json: serde_json::Value = serde_json::from_str(&log).unwrap();
-    let compacted = json["end"]["sum_received"]["bits_per_second"]
-        .as_f64()
-        .unwrap();
-    let ret = &out.summary.base.links[1];
+    let (compacted, summary) = iperf_goodput(&compacting());
+    let ret = &summary.base.links[1];
     println!(
         "goodput drop-tail {:.3} Mb/s, compaction + expander {:.3} Mb/s; return link delivered {} \
          packets; lost buffers {}",
         plain / 1e6,
         compacted / 1e6,
         ret.delivered_packets,
-        out.summary.path.lost_buffers
+        summary.path.lost_buffers
     );
     assert!(
         compacted > plain * 1.03,
@@ -266,19 +255,26 @@ fn ack_compaction_and_expander_carry_real_acks() {
 /// Goodput (b/s, iperf3's receiver) of a 30 s CUBIC transfer over [`asymmetric`], and the
 /// return link's summary.
 fn asymmetric_goodput(kind: &str) -> (f64, satpep_output::LinkSummary) {
+    let (bps, summary) = iperf_goodput(&asymmetric(kind));
+    (bps, summary.base.links[1].clone())
+}
+
+/// Goodput (b/s, iperf3's receiver) of a 30 s CUBIC transfer between the first flow's hosts of
+/// `scenario`, and the emulator's summary.
+fn iperf_goodput(scenario: &Scenario) -> (f64, satpep_emu::EmuSummary) {
     let dir = tempfile::tempdir().unwrap();
     let mut opts = EmuOptions::new(dir.path());
     opts.server = Some("iperf3 -s -1".into());
     opts.client = Some("iperf3 -c {server} -C cubic -t 30 -J".into());
     opts.duration = Some(Duration::from_secs(60));
-    let out = satpep_emu::run(&asymmetric(kind), &opts).unwrap();
+    let out = satpep_emu::run(scenario, &opts).unwrap();
     let log = std::fs::read_to_string(&out.client_log).unwrap();
     assert_eq!(out.summary.client_exit, Some(0), "{log}");
     let json: serde_json::Value = serde_json::from_str(&log).unwrap();
     let bps = json["end"]["sum_received"]["bits_per_second"]
         .as_f64()
         .unwrap();
-    (bps, out.summary.base.links[1].clone())
+    (bps, out.summary)
 }
 
 /// With ACK filtering on the 64 kb/s return link, a bulk transfer's goodput is higher than
