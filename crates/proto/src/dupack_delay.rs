@@ -19,7 +19,7 @@ use std::net::Ipv4Addr;
 use serde::{Deserialize, Serialize};
 
 use crate::time::{Duration, Instant};
-use crate::wire::{parse_ipv4_tcp, SeqNumber, TcpFlags};
+use crate::wire::{parse_packet, SeqNumber, TcpFlags};
 use crate::{Node, Packet, PortId, Transmit};
 
 /// Settings (`middlebox = { kind = "dupack_delay", … }`).
@@ -108,7 +108,7 @@ impl Node for DupAckDelay {
             self.out.push_back(pkt);
             return;
         }
-        let Ok((ip, seg)) = parse_ipv4_tcp(pkt.header(), pkt.payload_len) else {
+        let Ok((ip, seg)) = parse_packet(&pkt) else {
             self.out.push_back(pkt);
             return;
         };
@@ -207,7 +207,7 @@ mod tests {
     fn acks_out(d: &mut DupAckDelay, now: Instant) -> Vec<u32> {
         std::iter::from_fn(|| d.poll_transmit(now))
             .map(|t| {
-                let (_, s) = parse_ipv4_tcp(t.pkt.header(), 0).expect("parses");
+                let (_, s) = crate::wire::parse_ipv4_tcp(t.pkt.header(), 0).expect("parses");
                 s.ack.map_or(0, |a| a.0)
             })
             .collect()

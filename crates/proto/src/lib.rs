@@ -19,6 +19,7 @@ pub mod dama;
 pub mod dupack_delay;
 pub mod link;
 pub mod middlebox;
+pub mod net;
 pub mod node;
 pub mod pep;
 pub mod rand;

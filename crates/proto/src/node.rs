@@ -11,14 +11,20 @@ pub struct PortId(pub u16);
 /// 40 bytes of options, plus a small trailer (ACK compaction).
 pub const MAX_HEADER: usize = 128;
 
-/// A packet: the real header bytes as on the wire, plus a payload that is only a length.
+/// A packet: the real header bytes as on the wire, then a payload that is either *virtual* (only
+/// a length; the bytes are taken to be zeros) or *real* (the bytes themselves).
 ///
-/// Payload bytes are taken to be zeros; checksums are computed accordingly, so the headers are
-/// valid on the wire and in pcap files (which record the headers only, with the true length).
-/// The header bytes live in a heap buffer, so a `Packet` is 32 bytes: a packet is moved a dozen
-/// times per hop (node output, event queue, link queue, delay line), and moving 32 bytes rather
-/// than 150 is most of a simulator's speed. Buffers are recycled through a per-thread free list
-/// ([`HeaderBuf`]), so in steady state building a packet allocates nothing.
+/// The simulator's hosts send virtual payload: checksums are computed over zeros, so the headers
+/// are valid on the wire and in pcap files (which record the headers only, with the true length).
+/// The emulator and the daemons carry real payload read from real programs, and a relay that
+/// terminates TCP sends real bytes it received; checksums then cover those bytes.
+///
+/// Whoever holds the packet holds its bytes: header and payload live together in one heap
+/// buffer ([`Storage`] behind a box), so a `Packet` is 32 bytes whatever it carries. A packet is
+/// moved a dozen times per hop (node output, event queue, link queue, delay line), and moving 32
+/// bytes rather than 150 is most of a simulator's speed. Buffers (with the capacity their payload
+/// vector grew to) are recycled through a per-thread free list, so in steady state building a
+/// packet allocates nothing, with or without real payload.
 #[derive(Clone, Debug)]
 pub struct Packet {
     /// Unique id within a run, assigned by whoever created the packet (for traces).
@@ -26,57 +32,111 @@ pub struct Packet {
     /// Flow index hint for statistics (not used for forwarding); `u32::MAX` when unknown.
     pub flow: u32,
     hdr_len: u8,
-    hdr: HeaderBuf,
-    /// Bytes of payload that follow the header on the wire.
+    /// The payload bytes are real (in `buf.payload`), not virtual zeros.
+    real: bool,
+    buf: Buf,
+    /// Bytes of payload that follow the header on the wire. Equal to the real payload's length
+    /// when there is one; change it only on virtual packets (use [`Packet::set_payload`]).
     pub payload_len: u32,
 }
 
+/// Largest real payload a packet may carry: an IPv4 datagram's limit. The emulator's TUN MTU is
+/// far below it; larger payloads are refused by [`Packet::try_with_payload`].
+pub const MAX_PAYLOAD: usize = 65_535;
+
 impl Packet {
-    /// A packet with the given header bytes and payload length.
+    /// A packet with the given header bytes and a virtual payload of `payload_len` bytes.
     ///
     /// Panics if `header` is longer than [`MAX_HEADER`]: headers are built by our own code.
     pub fn new(header: &[u8], payload_len: u32) -> Self {
-        let mut hdr = HeaderBuf::zeroed();
-        hdr[..header.len()].copy_from_slice(header);
+        let mut buf = Buf::take();
+        buf.hdr[..header.len()].copy_from_slice(header);
         Self {
             id: 0,
             flow: u32::MAX,
             hdr_len: header.len() as u8,
-            hdr,
+            real: false,
+            buf,
             payload_len,
         }
     }
 
     /// A packet whose header is written by `fill` into a zeroed buffer; `fill` returns the length.
+    /// The payload is virtual.
     #[inline]
     pub fn build(payload_len: u32, fill: impl FnOnce(&mut [u8; MAX_HEADER]) -> usize) -> Self {
-        let mut hdr = HeaderBuf::zeroed();
-        let n = fill(&mut hdr).min(MAX_HEADER);
+        let mut buf = Buf::take();
+        let n = fill(&mut buf.hdr).min(MAX_HEADER);
         Self {
             id: 0,
             flow: u32::MAX,
             hdr_len: n as u8,
-            hdr,
+            real: false,
+            buf,
             payload_len,
         }
+    }
+
+    /// A packet as read from a wire: the first `header_len` bytes of `bytes` are its header, the
+    /// rest its real payload. `None` when the header would not fit [`MAX_HEADER`] or is longer than
+    /// `bytes`, or the payload exceeds [`MAX_PAYLOAD`] (network input: the caller counts and drops).
+    pub fn from_wire(bytes: &[u8], header_len: usize) -> Option<Self> {
+        if header_len > MAX_HEADER || header_len > bytes.len() {
+            return None;
+        }
+        let (h, p) = bytes.split_at(header_len);
+        Self::try_with_payload(h, p)
+    }
+
+    /// A packet with the given header and real `payload` bytes (copied into the packet's pooled
+    /// buffer). `None` when the header exceeds [`MAX_HEADER`] or the payload [`MAX_PAYLOAD`].
+    pub fn try_with_payload(header: &[u8], payload: &[u8]) -> Option<Self> {
+        if header.len() > MAX_HEADER || payload.len() > MAX_PAYLOAD {
+            return None;
+        }
+        let mut pkt = Self::new(header, 0);
+        pkt.set_payload(payload);
+        Some(pkt)
     }
 
     /// Header bytes (IPv4 and everything up to the payload).
     #[inline]
     pub fn header(&self) -> &[u8] {
-        &self.hdr[..usize::from(self.hdr_len)]
+        &self.buf.hdr[..usize::from(self.hdr_len)]
     }
 
     /// Header bytes, writable in place (ACK rewriting, checksum updates).
     #[inline]
     pub fn header_mut(&mut self) -> &mut [u8] {
-        &mut self.hdr[..usize::from(self.hdr_len)]
+        &mut self.buf.hdr[..usize::from(self.hdr_len)]
     }
 
-    /// Replace the header, keeping the payload length. Panics past [`MAX_HEADER`].
+    /// Replace the header, keeping the payload. Panics past [`MAX_HEADER`].
     pub fn set_header(&mut self, header: &[u8]) {
-        self.hdr[..header.len()].copy_from_slice(header);
+        self.buf.hdr[..header.len()].copy_from_slice(header);
         self.hdr_len = header.len() as u8;
+    }
+
+    /// Put `outer` in front of the header (encapsulation), keeping the payload where it is.
+    /// False, and nothing changed, when the result would exceed [`MAX_HEADER`].
+    pub fn prepend_header(&mut self, outer: &[u8]) -> bool {
+        let (n, old) = (outer.len(), self.header_len());
+        if n + old > MAX_HEADER {
+            return false;
+        }
+        self.buf.hdr.copy_within(..old, n);
+        self.buf.hdr[..n].copy_from_slice(outer);
+        self.hdr_len = (n + old) as u8;
+        true
+    }
+
+    /// Remove the first `n` header bytes (decapsulation), keeping the payload. Removes the whole
+    /// header when `n` exceeds it.
+    pub fn strip_header_front(&mut self, n: usize) {
+        let old = self.header_len();
+        let n = n.min(old);
+        self.buf.hdr.copy_within(n..old, 0);
+        self.hdr_len = (old - n) as u8;
     }
 
     /// Length of the header bytes.
@@ -85,38 +145,104 @@ impl Packet {
         usize::from(self.hdr_len)
     }
 
+    /// The payload bytes when they are real; `None` when the payload is virtual (zeros).
+    #[inline]
+    pub fn payload(&self) -> Option<&[u8]> {
+        self.real.then(|| &self.buf.payload[..])
+    }
+
+    /// Whether the payload bytes are real.
+    #[inline]
+    pub fn has_real_payload(&self) -> bool {
+        self.real
+    }
+
+    /// Make the payload real and equal to `data` (checksums are the caller's: see
+    /// `wire::fill_tcp_checksum`). Panics past [`MAX_PAYLOAD`]: payloads are sized by our code.
+    pub fn set_payload(&mut self, data: &[u8]) {
+        self.fill_payload(|v| v.extend_from_slice(data));
+    }
+
+    /// Make the payload real and let `fill` write it into the (cleared, pooled) vector: no copy
+    /// through a temporary. Panics if `fill` writes more than [`MAX_PAYLOAD`] bytes.
+    pub fn fill_payload(&mut self, fill: impl FnOnce(&mut Vec<u8>)) {
+        let v = &mut self.buf.payload;
+        v.clear();
+        fill(v);
+        assert!(v.len() <= MAX_PAYLOAD, "payload of {} bytes", v.len());
+        self.payload_len = v.len() as u32;
+        self.real = true;
+    }
+
+    /// Make the payload virtual again, keeping its length (drops the bytes).
+    pub fn make_virtual(&mut self) {
+        self.buf.payload.clear();
+        self.real = false;
+    }
+
     /// Bytes this packet occupies on the wire (header + payload).
     #[inline]
     pub fn wire_len(&self) -> u64 {
         u64::from(self.hdr_len) + u64::from(self.payload_len)
     }
+
+    /// The whole packet as on the wire, appended to `out`: header, then the real payload or
+    /// `payload_len` zeros.
+    pub fn write_wire(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.header());
+        match self.payload() {
+            Some(p) => out.extend_from_slice(p),
+            None => out.resize(out.len() + self.payload_len as usize, 0),
+        }
+    }
 }
 
-/// Free header buffers of this thread. Bounded, so a burst does not pin memory forever.
+/// Free packet buffers of this thread. Bounded, so a burst does not pin memory forever.
 const POOL_MAX: usize = 1 << 16;
+
+/// Buffers past this many in the free list give their payload capacity back to the allocator:
+/// at most this many × an MTU of payload memory stays reserved (≈12 MB at 1500 bytes).
+const POOL_PAYLOAD_MAX: usize = 1 << 13;
+
+/// A payload vector that grew past this (a jumbo or a GSO-sized datagram) is not kept in the pool.
+const POOLED_PAYLOAD_CAPACITY: usize = 9 * 1024;
+
+/// A packet's bytes: header room and the real payload (empty and unallocated when virtual).
+#[derive(Debug)]
+struct Storage {
+    hdr: [u8; MAX_HEADER],
+    payload: Vec<u8>,
+}
 
 /// The boxes themselves are what is recycled (handed back to packets as they are), so the
 /// list holds boxes, not arrays.
 #[allow(clippy::vec_box)]
-type Pool = std::cell::RefCell<Vec<Box<[u8; MAX_HEADER]>>>;
+type Pool = std::cell::RefCell<Vec<Box<Storage>>>;
 
 thread_local! {
     static POOL: Pool = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// A packet's header storage: a boxed array taken from, and returned to, a per-thread free list.
-/// The list holds plain byte buffers only, so it cannot change any result: it only spares the
-/// allocator (the simulator's hot path performs no heap allocation once the pool is warm).
+/// A packet's storage: a box taken from, and returned to, a per-thread free list. The list holds
+/// plain byte buffers only, so it cannot change any result: it only spares the allocator (the
+/// simulator's hot path performs no heap allocation once the pool is warm).
 #[derive(Debug)]
-struct HeaderBuf(Option<Box<[u8; MAX_HEADER]>>);
+struct Buf(Option<Box<Storage>>);
 
-impl HeaderBuf {
+impl Buf {
+    /// A buffer with a zeroed header and an empty payload.
     #[inline]
-    fn zeroed() -> Self {
+    fn take() -> Self {
         let buf = POOL.with(|p| p.borrow_mut().pop()).map_or_else(
-            || Box::new([0u8; MAX_HEADER]),
+            || {
+                Box::new(Storage {
+                    hdr: [0u8; MAX_HEADER],
+                    payload: Vec::new(),
+                })
+            },
             |mut b| {
-                b.fill(0);
+                b.hdr.fill(0);
+                b.payload.clear();
                 b
             },
         );
@@ -124,41 +250,46 @@ impl HeaderBuf {
     }
 }
 
-impl std::ops::Deref for HeaderBuf {
-    type Target = [u8; MAX_HEADER];
+impl std::ops::Deref for Buf {
+    type Target = Storage;
     #[inline]
-    fn deref(&self) -> &[u8; MAX_HEADER] {
+    fn deref(&self) -> &Storage {
         // NOTE(unwrap): the buffer is `None` only inside `drop`.
-        self.0.as_deref().expect("header buffer present until drop")
+        self.0.as_deref().expect("packet buffer present until drop")
     }
 }
 
-impl std::ops::DerefMut for HeaderBuf {
+impl std::ops::DerefMut for Buf {
     #[inline]
-    fn deref_mut(&mut self) -> &mut [u8; MAX_HEADER] {
+    fn deref_mut(&mut self) -> &mut Storage {
         // NOTE(unwrap): the buffer is `None` only inside `drop`.
         self.0
             .as_deref_mut()
-            .expect("header buffer present until drop")
+            .expect("packet buffer present until drop")
     }
 }
 
-impl Clone for HeaderBuf {
+impl Clone for Buf {
     fn clone(&self) -> Self {
-        let mut new = Self::zeroed();
-        new.copy_from_slice(&self[..]);
+        let mut new = Self::take();
+        new.hdr.copy_from_slice(&self.hdr[..]);
+        new.payload.extend_from_slice(&self.payload);
         new
     }
 }
 
-impl Drop for HeaderBuf {
+impl Drop for Buf {
     #[inline]
     fn drop(&mut self) {
-        if let Some(b) = self.0.take() {
+        if let Some(mut b) = self.0.take() {
             // `try_with`: during thread teardown the pool may already be gone; then just free.
             let _ = POOL.try_with(|p| {
                 let mut p = p.borrow_mut();
                 if p.len() < POOL_MAX {
+                    if p.len() >= POOL_PAYLOAD_MAX || b.payload.capacity() > POOLED_PAYLOAD_CAPACITY
+                    {
+                        b.payload = Vec::new();
+                    }
                     p.push(b);
                 }
             });
@@ -214,5 +345,59 @@ mod tests {
         assert_eq!(b.header()[0], 0x45);
         assert_eq!(c.header()[0], 0x46);
         assert_eq!(std::mem::size_of::<Packet>(), 32);
+    }
+
+    #[test]
+    fn real_payload_travels_with_the_packet_and_is_not_leaked_into_the_next_one() {
+        let p = Packet::try_with_payload(&[0x45; 40], b"hello, satellite").expect("fits");
+        assert_eq!(p.payload(), Some(&b"hello, satellite"[..]));
+        assert_eq!(p.payload_len, 16);
+        assert_eq!(p.wire_len(), 56);
+        let q = p.clone();
+        drop(p);
+        assert_eq!(
+            q.payload(),
+            Some(&b"hello, satellite"[..]),
+            "clone owns its bytes"
+        );
+        let mut wire = Vec::new();
+        q.write_wire(&mut wire);
+        assert_eq!(&wire[40..], b"hello, satellite");
+        drop(q);
+        // The recycled buffers carry no payload into a virtual packet.
+        let v = Packet::new(&[0x45; 20], 1000);
+        assert_eq!(v.payload(), None);
+        let mut wire = Vec::new();
+        v.write_wire(&mut wire);
+        assert_eq!(wire.len(), 1020);
+        assert!(wire[20..].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn encapsulation_in_place_keeps_the_payload() {
+        let mut p = Packet::try_with_payload(&[1, 2, 3, 4], b"data").expect("fits");
+        assert!(p.prepend_header(&[9; 20]));
+        assert_eq!(p.header_len(), 24);
+        assert_eq!(&p.header()[20..], &[1, 2, 3, 4]);
+        assert!(!p.prepend_header(&[0; MAX_HEADER]), "would not fit");
+        p.strip_header_front(20);
+        assert_eq!(p.header(), &[1, 2, 3, 4]);
+        assert_eq!(p.payload(), Some(&b"data"[..]));
+        p.strip_header_front(99);
+        assert_eq!(p.header_len(), 0);
+    }
+
+    #[test]
+    fn from_wire_refuses_what_does_not_fit() {
+        let bytes = vec![7u8; 300];
+        assert!(Packet::from_wire(&bytes, MAX_HEADER + 1).is_none());
+        assert!(Packet::from_wire(&bytes[..10], 20).is_none());
+        let big = vec![0u8; MAX_PAYLOAD + 41];
+        assert!(Packet::from_wire(&big, 40).is_none());
+        let p = Packet::from_wire(&bytes, 60).expect("fits");
+        assert_eq!((p.header_len(), p.payload_len), (60, 240));
+        let mut back = Vec::new();
+        p.write_wire(&mut back);
+        assert_eq!(back, bytes);
     }
 }

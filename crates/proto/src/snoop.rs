@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::tcp::RttEstimator;
 use crate::time::{Duration, Instant};
-use crate::wire::{parse_ipv4_tcp, SeqNumber, TcpFlags};
+use crate::wire::{parse_packet, SeqNumber, TcpFlags};
 use crate::{Node, Packet, PortId, Transmit};
 
 /// Settings of Snoop (`middlebox = { kind = "snoop", … }`).
@@ -264,7 +264,7 @@ impl Snoop {
 
 impl Node for Snoop {
     fn handle_packet(&mut self, now: Instant, port: PortId, pkt: Packet) {
-        let Ok((ip, seg)) = parse_ipv4_tcp(pkt.header(), pkt.payload_len) else {
+        let Ok((ip, seg)) = parse_packet(&pkt) else {
             self.out.push_back(pkt);
             return;
         };

@@ -9,7 +9,7 @@ use std::net::Ipv4Addr;
 use crate::rand::Rng;
 use crate::tcp::{TcpConfig, TcpEndpoint};
 use crate::time::{Bitrate, Duration, Instant};
-use crate::wire::{emit_ipv4_tcp, parse_ipv4_tcp, Ipv4Repr, TcpRepr, IPPROTO_TCP};
+use crate::wire::{emit_ipv4_tcp, parse_ipv4_tcp, parse_packet, Ipv4Repr, TcpRepr, IPPROTO_TCP};
 use crate::{Node, Packet, PortId};
 
 pub(crate) const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -212,8 +212,8 @@ impl<M: Node> Net<M> {
                 match to {
                     Dest::M(port) => self.m.handle_packet(self.now, PortId(port), pkt),
                     Dest::A | Dest::B => {
-                        let (_, seg) = parse_ipv4_tcp(pkt.header(), pkt.payload_len)
-                            .expect("every packet in the test net parses");
+                        let (_, seg) =
+                            parse_packet(&pkt).expect("every packet in the test net parses");
                         if to == Dest::A {
                             self.a_rx.push((self.now, seg));
                             self.a.handle_segment(self.now, &seg);

@@ -101,25 +101,32 @@ impl Tunnel {
     }
 }
 
-/// Prepend a 20-byte IPv4 header (protocol 4, DF, TTL 64, TOS copied) to `pkt`.
-fn encapsulate(pkt: &Packet, src: Ipv4Addr, dst: Ipv4Addr, ident: u16) -> Option<Packet> {
-    let inner = pkt.header();
-    if inner.len() + OUTER > MAX_HEADER {
-        return None;
+/// Prepend a 20-byte IPv4 header (protocol 4, DF, TTL 64, TOS copied) to `pkt`, in place (the
+/// payload, real or virtual, stays where it is). `Err(pkt)` unchanged when it would not fit.
+fn encapsulate(
+    mut pkt: Packet,
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    ident: u16,
+) -> Result<Packet, Packet> {
+    let Ok(total) = u16::try_from(pkt.wire_len() + OUTER as u64) else {
+        return Err(pkt);
+    };
+    if pkt.header_len() + OUTER > MAX_HEADER {
+        return Err(pkt);
     }
-    let total = u16::try_from(pkt.wire_len() + OUTER as u64).ok()?;
-    let mut out = Packet::build(pkt.payload_len, |b| {
-        ipip::write_outer_header(b, total, inner[1], ident, src, dst);
-        b[OUTER..OUTER + inner.len()].copy_from_slice(inner);
-        OUTER + inner.len()
-    });
-    out.id = pkt.id;
-    out.flow = pkt.flow;
-    Some(out)
+    let tos = pkt.header().get(1).copied().unwrap_or(0);
+    let mut outer = [0u8; OUTER];
+    ipip::write_outer_header(&mut outer, total, tos, ident, src, dst);
+    if !pkt.prepend_header(&outer) {
+        return Err(pkt);
+    }
+    Ok(pkt)
 }
 
-/// The inner packet of a plain tunnel packet, or `None` if the outer header is not valid.
-fn decapsulate(pkt: &Packet) -> Option<Packet> {
+/// The inner packet of a plain tunnel packet (in place), or `None` if the outer header is not
+/// valid.
+fn decapsulate(mut pkt: Packet) -> Option<Packet> {
     let h = pkt.header();
     if h.len() < OUTER + 20 || h[0] != 0x45 || h[9] != IPPROTO_IPIP {
         return None;
@@ -132,10 +139,8 @@ fn decapsulate(pkt: &Packet) -> Option<Packet> {
     if total != pkt.wire_len() || inner_total + OUTER as u64 != total {
         return None;
     }
-    let mut inner = Packet::new(&h[OUTER..], pkt.payload_len);
-    inner.id = pkt.id;
-    inner.flow = pkt.flow;
-    Some(inner)
+    pkt.strip_header_front(OUTER);
+    Some(pkt)
 }
 
 impl Node for Tunnel {
@@ -147,7 +152,7 @@ impl Node for Tunnel {
         }
         let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
         if dst == self.config.local && h[9] == IPPROTO_IPIP {
-            match decapsulate(&pkt) {
+            match decapsulate(pkt) {
                 Some(inner) => {
                     self.stats.decapsulated += 1;
                     self.out.push_back(inner);
@@ -157,15 +162,18 @@ impl Node for Tunnel {
             return;
         }
         if self.selected(port, h) {
-            if let Some(outer) =
-                encapsulate(&pkt, self.config.local, self.config.remote, self.ident)
-            {
-                self.ident = self.ident.wrapping_add(1);
-                self.stats.encapsulated += 1;
-                self.out.push_back(outer);
-                return;
+            match encapsulate(pkt, self.config.local, self.config.remote, self.ident) {
+                Ok(outer) => {
+                    self.ident = self.ident.wrapping_add(1);
+                    self.stats.encapsulated += 1;
+                    self.out.push_back(outer);
+                }
+                Err(pkt) => {
+                    self.stats.too_long += 1;
+                    self.out.push_back(pkt);
+                }
             }
-            self.stats.too_long += 1;
+            return;
         }
         self.out.push_back(pkt);
     }

@@ -7,9 +7,7 @@ pub mod apps;
 mod dama_out;
 pub mod engine;
 pub mod experiments;
-pub mod host;
 pub mod parallel;
-pub mod router;
 mod world;
 
 pub use world::{Outputs, RunResult, Simulation};

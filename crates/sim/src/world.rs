@@ -16,8 +16,7 @@ use satpep_scenario::{NodeKind, Scenario};
 
 use crate::apps::apps_for;
 use crate::engine::{flush, Event, EventQueue, NodeId};
-use crate::host::{Host, Role};
-use crate::router::Router;
+use satpep_proto::net::{Host, Role, Router};
 
 /// A node of the simulated network (enum dispatch keeps the hot loop free of `dyn`).
 #[allow(clippy::large_enum_variant)]
@@ -466,7 +465,7 @@ impl Simulation {
         }
     }
 
-    fn conn(&self, (node, i): (NodeId, usize)) -> &crate::host::Conn {
+    fn conn(&self, (node, i): (NodeId, usize)) -> &satpep_proto::net::Conn {
         match &self.nodes[node] {
             SimNode::Host(h) => &h.conns()[i],
             // NOTE(unwrap-free): flows are only placed on hosts (the scenario checks it).
@@ -731,7 +730,7 @@ fn add_conn(
     flow: usize,
     role: Role,
     ep: TcpEndpoint,
-    app: crate::apps::App,
+    app: satpep_proto::net::App,
     start: Instant,
 ) -> usize {
     match node {

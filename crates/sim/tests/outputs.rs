@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use satpep_proto::wire::parse_ipv4_tcp;
+use satpep_proto::wire::parse_packet;
 use satpep_proto::Packet;
 use satpep_sim::{Outputs, Simulation};
 
@@ -121,8 +121,7 @@ fn pcap_holds_every_delivered_packet_with_valid_headers() {
         last_ts = pkt.timestamp;
         let payload = pkt.orig_len - pkt.data.len() as u32;
         let p = Packet::new(&pkt.data, payload);
-        let (ip, tcp) = parse_ipv4_tcp(p.header(), p.payload_len)
-            .expect("valid IPv4/TCP with correct checksums");
+        let (ip, tcp) = parse_packet(&p).expect("valid IPv4/TCP with correct checksums");
         assert_eq!(ip.protocol, 6);
         assert_eq!(tcp.payload_len, payload);
         data += u64::from(payload);

@@ -208,16 +208,14 @@ impl AckExpander {
         if !accept(t.src) {
             return Err(ExpandError::UnknownSource(t.src));
         }
-        let inner_payload = match t.trailer {
-            Some(_) => 0,
-            // Plain tunnel: the outer payload (zeros) is the inner datagram's payload.
-            None => pkt.payload_len,
-        };
         let Some(tr) = t.trailer else {
             if t.inner.len() < 20 || t.inner[0] >> 4 != 4 {
                 return Err(ExpandError::Tunnel(TunnelError::BadInner("not IPv4")));
             }
-            out.push(inherit(Packet::new(t.inner, inner_payload), pkt));
+            // Plain tunnel: the outer payload (virtual or real) is the inner datagram's payload.
+            let mut inner = pkt.clone();
+            inner.strip_header_front(pkt.header_len() - t.inner.len());
+            out.push(inner);
             return Ok(1);
         };
         // A compacted ACK must be a valid pure ACK: checksums verified by a full parse.

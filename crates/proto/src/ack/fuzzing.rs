@@ -6,7 +6,9 @@ use std::net::Ipv4Addr;
 use super::trailer::{self, Trailer};
 use super::AckExpander;
 use crate::node::{Packet, MAX_HEADER};
-use crate::wire::{emit_ipv4_tcp, parse_ipv4_tcp, Ipv4Repr, SeqNumber, TcpRepr, IPPROTO_TCP};
+use crate::wire::{
+    emit_ipv4_tcp, parse_ipv4_tcp, parse_packet, Ipv4Repr, SeqNumber, TcpRepr, IPPROTO_TCP,
+};
 
 /// Two checks on arbitrary bytes; panics only if an invariant is broken.
 ///
@@ -94,8 +96,8 @@ pub fn check_output(input: &Packet, out: &[Packet]) {
     let acks: Vec<SeqNumber> = out
         .iter()
         .map(|p| {
-            let (_, tcp) = parse_ipv4_tcp(p.header(), p.payload_len)
-                .unwrap_or_else(|e| panic!("regenerated ACK invalid: {e}"));
+            let (_, tcp) =
+                parse_packet(p).unwrap_or_else(|e| panic!("regenerated ACK invalid: {e}"));
             assert_eq!(tcp.payload_len, 0);
             tcp.ack
                 .unwrap_or_else(|| panic!("regenerated packet without ACK"))

@@ -32,7 +32,7 @@ use super::split_flow::{Side, SplitFlow};
 use crate::tcp::{TcpConfig, TcpEndpoint};
 use crate::time::{Duration, Instant};
 use crate::units::ByteSize;
-use crate::wire::{parse_ipv4_tcp, TcpFlags};
+use crate::wire::{parse_packet, TcpFlags};
 use crate::{Node, Packet, PortId, Transmit};
 
 /// Settings of the split-TCP relay (`middlebox = { kind = "split_tcp", … }`).
@@ -237,7 +237,7 @@ impl SplitRelay {
 
 impl Node for SplitRelay {
     fn handle_packet(&mut self, now: Instant, _port: PortId, pkt: Packet) {
-        let Ok((ip, seg)) = parse_ipv4_tcp(pkt.header(), pkt.payload_len) else {
+        let Ok((ip, seg)) = parse_packet(&pkt) else {
             self.stats.passed_through += 1;
             self.out.push(pkt);
             return;

@@ -38,7 +38,7 @@ use crate::tcp::RttEstimator;
 use crate::time::{Duration, Instant};
 use crate::units::ByteSize;
 use crate::wire::{
-    emit_ipv4_tcp, parse_ipv4_tcp, Ipv4Repr, SeqNumber, TcpFlags, TcpRepr, IPPROTO_TCP,
+    emit_ipv4_tcp, parse_packet, Ipv4Repr, SeqNumber, TcpFlags, TcpRepr, IPPROTO_TCP,
 };
 use crate::{Node, Packet, PortId, Transmit};
 
@@ -551,7 +551,7 @@ impl SpoofGateway {
 
 impl Node for SpoofGateway {
     fn handle_packet(&mut self, now: Instant, port: PortId, pkt: Packet) {
-        let Ok((ip, seg)) = parse_ipv4_tcp(pkt.header(), pkt.payload_len) else {
+        let Ok((ip, seg)) = parse_packet(&pkt) else {
             self.out.push_back(pkt);
             return;
         };

@@ -42,7 +42,7 @@ use self::flow::{Flow, Held};
 use crate::node::{Node, Packet, PortId, Transmit};
 use crate::time::{Duration, Instant};
 use crate::units::ByteSize;
-use crate::wire::{parse_ipv4_tcp, TcpFlags, TcpIpv4View, TcpRepr};
+use crate::wire::{parse_packet, TcpFlags, TcpIpv4View, TcpRepr};
 
 /// Settings of the TCP-SuperCharger middlebox (`middlebox = { kind = "supercharger", … }`).
 #[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
@@ -459,7 +459,7 @@ fn rewrite_wscale(pkt: &mut Packet, shift: u8) -> bool {
 
 impl Node for SuperCharger {
     fn handle_packet(&mut self, now: Instant, port: PortId, pkt: Packet) {
-        let Ok((ip, tcp)) = parse_ipv4_tcp(pkt.header(), pkt.payload_len) else {
+        let Ok((ip, tcp)) = parse_packet(&pkt) else {
             self.stats.passed_other += 1;
             return self.pass(pkt);
         };

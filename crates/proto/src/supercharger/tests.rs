@@ -7,7 +7,7 @@ use super::{SuperCharger, SuperChargerConfig};
 use crate::node::{Node, Packet, PortId};
 use crate::time::{Duration, Instant};
 use crate::units::ByteSize;
-use crate::wire::{emit_ipv4_tcp, parse_ipv4_tcp, Ipv4Repr, SeqNumber, TcpFlags, TcpRepr};
+use crate::wire::{emit_ipv4_tcp, parse_packet, Ipv4Repr, SeqNumber, TcpFlags, TcpRepr};
 
 const SENDER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const RECEIVER: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 1);
@@ -66,9 +66,7 @@ fn drain(g: &mut SuperCharger, now: Instant) -> Vec<Packet> {
 }
 
 fn parsed(p: &Packet) -> TcpRepr {
-    parse_ipv4_tcp(p.header(), p.payload_len)
-        .expect("the gateway emits valid packets")
-        .1
+    parse_packet(p).expect("the gateway emits valid packets").1
 }
 
 /// SYN (sender, scale `sender_ws`) and SYN-ACK (receiver, scale `receiver_ws`, `window`)

@@ -30,6 +30,21 @@ pub fn sum(mut acc: u64, data: &[u8]) -> u64 {
     acc
 }
 
+/// [`sum`] of `data` that follows an odd number of bytes already summed (a payload after a header
+/// of odd length): the bytes pair up the other way round, which swaps the bytes of the sum
+/// (RFC 1071 §2(B), byte-order independence).
+#[inline]
+pub fn sum_at_odd(acc: u64, data: &[u8]) -> u64 {
+    acc + u64::from(fold(sum(0, data)).swap_bytes())
+}
+
+/// New checksum field after bytes whose sum is `added` were appended to the covered data
+/// (payload bytes joining a header whose checksum took them as zeros).
+#[inline]
+pub fn add(check: u16, added: u64) -> u16 {
+    !fold(u64::from(!check) + added)
+}
+
 /// Fold an unfolded sum to 16 bits with end-around carries.
 #[inline]
 pub fn fold(mut acc: u64) -> u16 {

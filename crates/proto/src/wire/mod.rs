@@ -96,6 +96,61 @@ pub fn emit_ipv4_tcp(ip: &Ipv4Repr, tcp: &TcpRepr, buf: &mut [u8]) -> usize {
 /// satpep does not model are skipped; MSS, window scale and SACK-permitted are ignored unless SYN
 /// is set. Never panics.
 pub fn parse_ipv4_tcp(header: &[u8], payload_len: u32) -> Result<(Ipv4Repr, TcpRepr), WireError> {
+    parse_with_payload(header, payload_len, None)
+}
+
+/// Parse a packet's IPv4 + TCP header as [`parse_ipv4_tcp`] does, with its real payload bytes
+/// (when it has them) in the TCP checksum: what every mechanism calls on a packet it was handed.
+pub fn parse_packet(pkt: &crate::Packet) -> Result<(Ipv4Repr, TcpRepr), WireError> {
+    parse_with_payload(pkt.header(), pkt.payload_len, pkt.payload())
+}
+
+/// The packet for segment `seg` from `ip`, with real payload written by `fill` (it must write
+/// exactly `seg.payload_len` bytes, e.g. from a TCP send buffer); both checksums cover the bytes.
+/// `None` when `fill` wrote another length (the caller's bug, reported rather than sent).
+pub fn emit_tcp_packet(
+    ip: &Ipv4Repr,
+    seg: &TcpRepr,
+    fill: impl FnOnce(&mut Vec<u8>),
+) -> Option<crate::Packet> {
+    let mut pkt = crate::Packet::build(seg.payload_len, |b| emit_ipv4_tcp(ip, seg, b));
+    pkt.fill_payload(fill);
+    if pkt.payload_len != seg.payload_len {
+        return None;
+    }
+    add_payload_to_tcp_checksum(&mut pkt);
+    Some(pkt)
+}
+
+/// Fold a packet's real payload into its TCP checksum, which was computed with the payload taken
+/// as zeros (as [`emit_ipv4_tcp`] does). The header must be one IPv4 header and a TCP header;
+/// nothing happens to a packet without real payload or too short to hold a TCP checksum.
+pub fn add_payload_to_tcp_checksum(pkt: &mut crate::Packet) {
+    let h = pkt.header();
+    if h.len() < IPV4_HEADER_LEN {
+        return;
+    }
+    let ihl = usize::from(h[0] & 0x0f) * 4;
+    let at = ihl + 16;
+    let Some(payload) = pkt.payload() else { return };
+    if h.len() < at + 2 {
+        return;
+    }
+    let added = if (h.len() - ihl) % 2 == 1 {
+        checksum::sum_at_odd(0, payload)
+    } else {
+        checksum::sum(0, payload)
+    };
+    let old = u16::from_be_bytes([h[at], h[at + 1]]);
+    let new = checksum::add(old, added);
+    pkt.header_mut()[at..at + 2].copy_from_slice(&new.to_be_bytes());
+}
+
+fn parse_with_payload(
+    header: &[u8],
+    payload_len: u32,
+    payload: Option<&[u8]>,
+) -> Result<(Ipv4Repr, TcpRepr), WireError> {
     let ip = Ipv4HeaderSlice::from_slice(header).map_err(|e| match e {
         err::ipv4::HeaderSliceError::Len(_) => WireError::Truncated,
         err::ipv4::HeaderSliceError::Content(err::ipv4::HeaderError::UnexpectedVersion {
@@ -132,7 +187,15 @@ pub fn parse_ipv4_tcp(header: &[u8], payload_len: u32) -> Result<(Ipv4Repr, TcpR
     let segment_len = ip.total_len() - IPV4_HEADER_LEN as u16;
     let (src, dst) = (ip.source_addr(), ip.destination_addr());
     let pseudo = checksum::pseudo_header_ipv4(src, dst, IPPROTO_TCP, segment_len);
-    if !checksum::is_valid(checksum::sum(pseudo, segment)) {
+    let mut acc = checksum::sum(pseudo, segment);
+    if let Some(p) = payload {
+        acc = if segment.len() % 2 == 1 {
+            checksum::sum_at_odd(acc, p)
+        } else {
+            checksum::sum(acc, p)
+        };
+    }
+    if !checksum::is_valid(acc) {
         return Err(WireError::BadChecksum);
     }
     let th = TcpHeaderSlice::from_slice(segment).map_err(|e| match e {

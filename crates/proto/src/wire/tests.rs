@@ -98,6 +98,12 @@ fn emit(ip: &Ipv4Repr, tcp: &TcpRepr) -> Vec<u8> {
 
 /// Parse `header` + `payload_len` zeros with etherparse's full-packet parser and recompute both
 /// checksums with etherparse's own code; return (ip ok, tcp ok).
+fn wire_bytes(pkt: &crate::Packet) -> Vec<u8> {
+    let mut v = Vec::new();
+    pkt.write_wire(&mut v);
+    v
+}
+
 fn etherparse_checksums_ok(header: &[u8], payload_len: u32) -> (bool, bool) {
     let mut packet = header.to_vec();
     packet.resize(header.len() + payload_len as usize, 0);
@@ -587,6 +593,47 @@ proptest! {
     fn checksums_agree_with_etherparse((ip, tcp) in arb_ipv4_tcp()) {
         let bytes = emit(&ip, &tcp);
         prop_assert_eq!(etherparse_checksums_ok(&bytes, tcp.payload_len), (true, true));
+    }
+
+    /// With real payload bytes, our checksum equals etherparse's over those bytes, parsing
+    /// accepts the packet, and one flipped payload bit is caught as a bad checksum.
+    #[test]
+    fn real_payload_checksums_agree_with_etherparse(
+        (mut ip, mut tcp) in arb_ipv4_tcp(),
+        data in proptest::collection::vec(any::<u8>(), 0..1500),
+        flip in any::<usize>(),
+    ) {
+        tcp.payload_len = data.len() as u32;
+        ip.payload_len = (tcp.header_len() + data.len()) as u32;
+        let pkt = emit_tcp_packet(&ip, &tcp, |v| v.extend_from_slice(&data)).expect("length");
+        let wire = wire_bytes(&pkt);
+        let parsed = PacketHeaders::from_ip_slice(&wire).expect("etherparse parses it");
+        let (Some(NetHeaders::Ipv4(eip, _)), Some(TransportHeader::Tcp(etcp))) =
+            (parsed.net, parsed.transport) else { panic!("not IPv4/TCP") };
+        prop_assert_eq!(etcp.calc_checksum_ipv4(&eip, parsed.payload.slice()), Ok(etcp.checksum));
+        prop_assert_eq!(parse_packet(&pkt), Ok((ip, tcp)));
+        if !data.is_empty() {
+            let mut bad = data.clone();
+            bad[flip % data.len()] ^= 1 << (flip % 8);
+            let mut forged = pkt.clone();
+            forged.set_payload(&bad);
+            prop_assert_eq!(parse_packet(&forged), Err(WireError::BadChecksum));
+        }
+    }
+
+    /// A header of odd length before the payload (header bytes that are payload) still sums right.
+    #[test]
+    fn odd_split_between_header_and_payload_sums_right(
+        data in proptest::collection::vec(any::<u8>(), 1..600),
+    ) {
+        let (ip, mut tcp) = data_segment();
+        tcp.payload_len = data.len() as u32;
+        let pkt = emit_tcp_packet(&ip, &tcp, |v| v.extend_from_slice(&data)).expect("length");
+        let wire = wire_bytes(&pkt);
+        // Move the first payload byte into the "header": 20 + TCP header + 1 bytes, odd.
+        let split = pkt.header_len() + 1;
+        let odd = crate::Packet::from_wire(&wire, split).expect("fits");
+        prop_assert_eq!(parse_packet(&odd).map(|(_, t)| t.payload_len), Ok(data.len() as u32));
     }
 
     /// Parsing arbitrary bytes never panics, whatever the claimed payload length.

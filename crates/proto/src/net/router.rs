@@ -3,11 +3,11 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::Ipv4Addr;
 
-use satpep_proto::middlebox::Middlebox;
-use satpep_proto::wire::checksum;
-use satpep_proto::{Instant, Node, Packet, PortId, Transmit};
+use crate::middlebox::Middlebox;
+use crate::wire::checksum;
+use crate::{Instant, Node, Packet, PortId, Transmit};
 
-use crate::host::FastHash;
+use super::host::FastHash;
 
 /// Counters of packets a router could not forward.
 #[derive(Clone, Copy, Debug, Default)]
@@ -49,6 +49,11 @@ impl Router {
     /// Send packets for `dst` out of `port`.
     pub fn add_route(&mut self, dst: Ipv4Addr, port: PortId) {
         self.routes.insert(dst, port);
+    }
+
+    /// The port packets for `dst` leave by, if a route names it.
+    pub fn route_of(&self, dst: Ipv4Addr) -> Option<PortId> {
+        self.routes.get(&dst).copied()
     }
 
     /// Counters.
@@ -139,7 +144,7 @@ impl Node for Router {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use satpep_proto::wire::{emit_ipv4_tcp, parse_ipv4_tcp, Ipv4Repr, TcpRepr, IPPROTO_TCP};
+    use crate::wire::{emit_ipv4_tcp, parse_ipv4_tcp, Ipv4Repr, TcpRepr, IPPROTO_TCP};
 
     #[test]
     fn decrements_ttl_and_keeps_checksum_valid() {

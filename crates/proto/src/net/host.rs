@@ -4,12 +4,12 @@ use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::net::Ipv4Addr;
 
-use satpep_proto::tcp::TcpEndpoint;
-use satpep_proto::wire::{emit_ipv4_tcp, parse_ipv4_tcp, Ipv4Repr, IPPROTO_TCP};
-use satpep_proto::{Instant, Node, Packet, PortId, Transmit};
+use crate::tcp::TcpEndpoint;
+use crate::wire::{emit_ipv4_tcp, parse_packet, Ipv4Repr, IPPROTO_TCP};
+use crate::{Instant, Node, Packet, PortId, Transmit};
 
-use crate::apps::App;
-use crate::router::Router;
+use super::apps::App;
+use super::router::Router;
 
 /// Which end of a flow a connection is.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
@@ -191,7 +191,7 @@ impl Node for Host {
             self.router.handle_packet(now, port, pkt);
             return;
         }
-        let (ip, seg) = match parse_ipv4_tcp(pkt.header(), pkt.payload_len) {
+        let (ip, seg) = match parse_packet(&pkt) {
             Ok(x) => x,
             Err(_) => {
                 self.stats.malformed += 1;

@@ -1,0 +1,160 @@
+//! A host whose packets come from outside the model: in the emulator, a real Linux host in a
+//! network namespace behind a TUN device. The topology treats it like any host (it has an
+//! address, ports and routes); the driver hands it what the real host sent ([`ExternalHost::send`])
+//! and takes what reached it ([`ExternalHost::poll_received`]).
+
+use std::collections::VecDeque;
+use std::net::Ipv4Addr;
+
+use super::router::Router;
+use crate::{Instant, Node, Packet, PortId, Transmit};
+
+/// Most packets waiting for the driver to take them; beyond it arrivals are dropped and counted
+/// (a driver that drains after every pass never comes near it).
+pub const RECEIVED_MAX: usize = 1 << 16;
+
+/// Counters of an external host.
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+pub struct ExternalStats {
+    /// Packets the outside host sent into the model.
+    pub sent: u64,
+    /// Packets that reached the outside host.
+    pub received: u64,
+    /// Sent packets that were not IPv4 or had no route.
+    pub unroutable: u64,
+    /// Arrivals dropped because the driver had not taken [`RECEIVED_MAX`] earlier ones.
+    pub overflow: u64,
+}
+
+/// An outside host attached to the model (see the module doc).
+#[derive(Clone, Debug)]
+pub struct ExternalHost {
+    addr: Ipv4Addr,
+    routes: Router,
+    /// Where packets go when no route names their destination (a host's first link).
+    default_port: Option<PortId>,
+    out: VecDeque<Transmit>,
+    received: VecDeque<Packet>,
+    stats: ExternalStats,
+}
+
+impl ExternalHost {
+    /// An outside host at `addr` with no routes yet.
+    pub fn new(addr: Ipv4Addr) -> Self {
+        Self {
+            addr,
+            routes: Router::new(),
+            default_port: None,
+            out: VecDeque::new(),
+            received: VecDeque::new(),
+            stats: ExternalStats::default(),
+        }
+    }
+
+    /// Send packets for `dst` out of `port` (the first route added is also the default).
+    pub fn add_route(&mut self, dst: Ipv4Addr, port: PortId) {
+        self.routes.add_route(dst, port);
+        self.default_port.get_or_insert(port);
+    }
+
+    /// The outside host sent `pkt`: it leaves by the port its destination is routed to.
+    pub fn send(&mut self, pkt: Packet) {
+        let h = pkt.header();
+        if h.len() < 20 || h[0] >> 4 != 4 {
+            self.stats.unroutable += 1;
+            return;
+        }
+        let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
+        let Some(port) = self.routes.route_of(dst).or(self.default_port) else {
+            self.stats.unroutable += 1;
+            return;
+        };
+        self.stats.sent += 1;
+        self.out.push_back(Transmit { port, pkt });
+    }
+
+    /// Next packet that reached the outside host, for the driver to deliver.
+    pub fn poll_received(&mut self) -> Option<Packet> {
+        self.received.pop_front()
+    }
+
+    /// The host's address.
+    pub fn addr(&self) -> Ipv4Addr {
+        self.addr
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> ExternalStats {
+        self.stats
+    }
+}
+
+impl Node for ExternalHost {
+    fn handle_packet(&mut self, now: Instant, port: PortId, pkt: Packet) {
+        let for_us = pkt
+            .header()
+            .get(16..20)
+            .is_some_and(|d| d == self.addr.octets());
+        if !for_us {
+            // Not ours: forward as a router would (any node of a scenario may forward).
+            self.routes.handle_packet(now, port, pkt);
+            return;
+        }
+        if self.received.len() >= RECEIVED_MAX {
+            self.stats.overflow += 1;
+            return;
+        }
+        self.stats.received += 1;
+        self.received.push_back(pkt);
+    }
+
+    fn handle_timeout(&mut self, _now: Instant) {}
+
+    fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        self.out
+            .pop_front()
+            .or_else(|| self.routes.poll_transmit(now))
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ipv4_to(dst: [u8; 4], payload: &[u8]) -> Packet {
+        let mut h = [0u8; 20];
+        h[0] = 0x45;
+        h[8] = 64;
+        h[16..20].copy_from_slice(&dst);
+        Packet::try_with_payload(&h, payload).expect("fits")
+    }
+
+    #[test]
+    fn sends_by_route_and_hands_over_what_is_addressed_to_it() {
+        let mut h = ExternalHost::new(Ipv4Addr::new(10, 0, 0, 1));
+        h.add_route(Ipv4Addr::new(10, 0, 1, 1), PortId(0));
+        h.add_route(Ipv4Addr::new(10, 0, 2, 1), PortId(1));
+        h.send(ipv4_to([10, 0, 2, 1], b"x"));
+        h.send(ipv4_to([10, 9, 9, 9], b"y")); // no route: the default (first) port
+        h.send(Packet::new(&[0x60; 40], 0)); // IPv6: not ours to route
+        let ports: Vec<u16> = std::iter::from_fn(|| h.poll_transmit(Instant::ZERO))
+            .map(|t| t.port.0)
+            .collect();
+        assert_eq!(ports, vec![1, 0]);
+        assert_eq!(h.stats().unroutable, 1);
+
+        h.handle_packet(Instant::ZERO, PortId(0), ipv4_to([10, 0, 0, 1], b"hello"));
+        let got = h.poll_received().expect("delivered");
+        assert_eq!(got.payload(), Some(&b"hello"[..]));
+        assert!(h.poll_received().is_none());
+        // Transit traffic is forwarded, with the TTL decremented, not handed over.
+        h.handle_packet(Instant::ZERO, PortId(0), ipv4_to([10, 0, 2, 1], b"t"));
+        assert!(h.poll_received().is_none());
+        let fwd = h.poll_transmit(Instant::ZERO).expect("forwarded");
+        assert_eq!((fwd.port.0, fwd.pkt.header()[8]), (1, 63));
+    }
+}
