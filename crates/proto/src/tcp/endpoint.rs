@@ -9,6 +9,12 @@
 //! command (`connect`, `send`, `close`), drain [`TcpEndpoint::poll_transmit`] until `None`, then
 //! read [`TcpEndpoint::poll_timeout`].
 //!
+//! Payload is virtual by default: only lengths move. After [`TcpEndpoint::carry_bytes`] the
+//! endpoint also holds the real bytes (for drivers that must forward exactly what they received):
+//! write with [`TcpEndpoint::send_bytes`], fetch each sent segment's payload with
+//! [`TcpEndpoint::copy_payload`], feed segments with [`TcpEndpoint::handle_segment_with_payload`]
+//! and read with [`TcpEndpoint::read_bytes`]. The protocol logic is the same in both modes.
+//!
 //! What the model leaves out (on purpose, for now): TIME-WAIT lasts zero time (the endpoint stays
 //! in `TimeWait` and still answers a retransmitted FIN), no PRR or rate halving in SACK recovery
 //! (RFC 6675 as written), no D-SACK or reneging, no ECN, no Nagle (applications write in large
@@ -16,6 +22,7 @@
 
 use std::net::Ipv4Addr;
 
+use super::bytes::ByteStore;
 use super::cc::{AnyCc, CongestionControl, Window};
 use super::config::{Recovery, TcpConfig};
 use super::ranges::RangeSet;
@@ -150,6 +157,9 @@ pub struct TcpEndpoint {
     established_at: Option<Instant>,
     /// The owner reads received data explicitly with [`TcpEndpoint::read_to`] (relays).
     manual_read: bool,
+    /// Real payload bytes (send ring and reassembly buffer); `None` in virtual mode, which then
+    /// costs one pointer.
+    bytes: Option<Box<ByteStore>>,
 }
 
 impl TcpEndpoint {
@@ -231,6 +241,7 @@ impl TcpEndpoint {
             stats: TcpStats::default(),
             established_at: None,
             manual_read: false,
+            bytes: None,
             config,
         }
     }
@@ -245,15 +256,41 @@ impl TcpEndpoint {
 
     /// Manual read mode: mark in-order data up to `total` bytes (counted from the first data
     /// byte) as read, and send a window update if the window opened enough. Never reads past
-    /// what has arrived; a smaller `total` than already read does nothing.
+    /// what has arrived; a smaller `total` than already read does nothing. With real bytes, the
+    /// bytes so marked are discarded (use [`TcpEndpoint::read_bytes`] to get them).
     pub fn read_to(&mut self, now: Instant, total: u64) {
-        let end = self.rcv_data_end();
-        let target = (1 + total).min(end);
-        if target > self.app_read {
-            self.app_read = target;
-            self.maybe_window_update();
-            self.update_timers(now);
+        let target = (1 + total).min(self.rcv_data_end());
+        self.mark_read(now, target);
+    }
+
+    /// Switch this endpoint to real bytes: from now on it stores what the application writes
+    /// and the payload of received segments, so a relay can forward exactly what it received.
+    /// Call before any data byte is written or received (any state before that, including
+    /// after `connect`/`listen`). Returns whether the endpoint now carries bytes: false, with
+    /// nothing changed, once data has moved in virtual mode; true again on a repeated call.
+    pub fn carry_bytes(&mut self) -> bool {
+        let no_data_yet = self.app_written == 0 && self.rcv_data_end() <= 1 && self.ooo.is_empty();
+        if self.bytes.is_none() && no_data_yet {
+            self.bytes = Some(Box::new(ByteStore::new(self.config.recv_buffer.bytes())));
         }
+        self.bytes.is_some()
+    }
+
+    /// Real-bytes mode, manual read mode: append up to `max` in-order received bytes to `out`,
+    /// mark them read exactly as [`TcpEndpoint::read_to`] does (a window update may follow: drain
+    /// `poll_transmit`), and return how many (bytes). Returns 0 and does nothing in virtual mode
+    /// or without [`TcpEndpoint::set_manual_read`] (then the configured reader consumes data).
+    pub fn read_bytes(&mut self, now: Instant, out: &mut Vec<u8>, max: usize) -> usize {
+        let n = self.readable().min(max as u64) as usize;
+        let Some(store) = self.bytes.as_deref_mut() else {
+            return 0;
+        };
+        if !self.manual_read {
+            return 0;
+        }
+        let got = store.recv.read(n, out);
+        self.mark_read(now, self.app_read + got as u64);
+        got
     }
 
     // ---- commands ----
@@ -275,12 +312,25 @@ impl TcpEndpoint {
     }
 
     /// The application writes `bytes` (virtual payload). Returns how many fit in the send buffer.
+    /// Returns 0 in real-bytes mode, where data must come with its bytes ([`Self::send_bytes`]).
     pub fn send(&mut self, _now: Instant, bytes: u64) -> u64 {
-        if self.fin_requested || matches!(self.state, State::Closed | State::Listen) {
+        if self.bytes.is_some() {
             return 0;
         }
-        let n = bytes.min(self.send_space());
-        self.app_written += n;
+        self.accept_write(bytes)
+    }
+
+    /// Real-bytes mode: the application writes `data`. Returns how many bytes were accepted: at
+    /// most [`Self::send_space`], 0 after `close` or before `connect`/`listen`, as
+    /// [`Self::send`]. Returns 0 and does nothing in virtual mode (use `send` there).
+    pub fn send_bytes(&mut self, _now: Instant, data: &[u8]) -> usize {
+        if self.bytes.is_none() {
+            return 0;
+        }
+        let n = self.accept_write(data.len() as u64) as usize;
+        if let (Some(store), Some(accepted)) = (self.bytes.as_deref_mut(), data.get(..n)) {
+            store.send.push(accepted);
+        }
         n
     }
 
@@ -289,8 +339,42 @@ impl TcpEndpoint {
         self.fin_requested = true;
     }
 
-    /// A segment for this connection arrived (already parsed and checksummed).
+    /// A segment for this connection arrived (already parsed and checksummed), with virtual
+    /// payload. In real-bytes mode a data segment without its bytes is dropped and counted: use
+    /// [`Self::handle_segment_with_payload`] there.
     pub fn handle_segment(&mut self, now: Instant, seg: &TcpRepr) {
+        self.handle_segment_with_payload(now, seg, None);
+    }
+
+    /// A segment arrived with its payload bytes (`None`: virtual payload). Same as
+    /// [`Self::handle_segment`], and in real-bytes mode the accepted part of the data (inside
+    /// the advertised window, not yet received) is stored for [`Self::read_bytes`].
+    ///
+    /// Real-bytes mode drops the *whole* segment, counted in `TcpStats::bad_payload`, when its
+    /// bytes cannot be trusted: `payload` is `None` on a data segment, or its length differs
+    /// from `seg.payload_len`. Acting on the ACK of such a segment while ignoring its data
+    /// would make it look like a duplicate ACK; dropped, it is simply retransmitted. Virtual
+    /// mode ignores the bytes of a `Some` payload (counted in `TcpStats::payload_ignored`) and
+    /// processes the segment by its header, as `handle_segment`.
+    pub fn handle_segment_with_payload(
+        &mut self,
+        now: Instant,
+        seg: &TcpRepr,
+        payload: Option<&[u8]>,
+    ) {
+        let payload = match (self.bytes.is_some(), payload) {
+            (false, None) => None,
+            (false, Some(_)) => {
+                self.stats.payload_ignored += 1;
+                None
+            }
+            (true, Some(p)) if p.len() as u64 == u64::from(seg.payload_len) => Some(p),
+            (true, None) if seg.payload_len == 0 => None,
+            (true, _) => {
+                self.stats.bad_payload += 1;
+                return;
+            }
+        };
         self.stats.segments_received += 1;
         self.advance_reader(now);
         if seg.flags.contains(TcpFlags::RST) {
@@ -363,7 +447,7 @@ impl TcpEndpoint {
             self.process_ack(now, seg, ack);
         }
         if seg.payload_len > 0 || seg.flags.contains(TcpFlags::FIN) {
-            self.process_data(now, seg);
+            self.process_data(now, seg, payload);
         }
         self.update_timers(now);
     }
@@ -404,6 +488,24 @@ impl TcpEndpoint {
     /// Earliest instant a timer needs [`TcpEndpoint::handle_timeout`].
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.timers.iter().flatten().min().copied()
+    }
+
+    /// Real-bytes mode: append the payload of `seg`, a segment just returned by
+    /// [`Self::poll_transmit`], to `out` (its `payload_len` data bytes from `seg.seq`; a SYN or
+    /// FIN occupies no payload). Call before feeding the endpoint more input: an ACK may drop
+    /// the bytes. Returns false, appending nothing, in virtual mode or if the bytes are not held
+    /// (a caller bug, e.g. a segment from another endpoint or kept too long).
+    pub fn copy_payload(&self, seg: &TcpRepr, out: &mut Vec<u8>) -> bool {
+        let Some(store) = self.bytes.as_deref() else {
+            return false;
+        };
+        if seg.payload_len == 0 {
+            return true; // SYN, FIN or pure ACK: the SYN's offset 0 holds no byte
+        }
+        let Ok(offset) = u64::try_from(self.snd_offset(seg.seq)) else {
+            return false;
+        };
+        store.send.copy(offset, seg.payload_len as usize, out)
     }
 
     // ---- getters ----
@@ -476,6 +578,22 @@ impl TcpEndpoint {
     /// Data bytes the application has read.
     pub fn bytes_delivered(&self) -> u64 {
         self.app_read.saturating_sub(1)
+    }
+    /// In-order data bytes received and not yet read by the application (what
+    /// [`Self::read_bytes`] can return now).
+    pub fn readable(&self) -> u64 {
+        self.rcv_data_end().saturating_sub(self.app_read)
+    }
+    /// Whether this endpoint holds real payload bytes ([`Self::carry_bytes`]).
+    pub fn carries_bytes(&self) -> bool {
+        self.bytes.is_some()
+    }
+    /// Bytes held in memory: (send ring, receive buffer including gaps). Tests check the bounds.
+    #[cfg(test)]
+    pub(super) fn bytes_held(&self) -> (usize, usize) {
+        self.bytes
+            .as_deref()
+            .map_or((0, 0), |b| (b.send.len(), b.recv.len()))
     }
     /// Whether the peer's FIN has been received in order.
     pub fn peer_closed(&self) -> bool {
@@ -601,6 +719,16 @@ impl TcpEndpoint {
 
     fn data_end(&self) -> u64 {
         1 + self.app_written
+    }
+
+    /// Take up to `bytes` of application data into the send buffer; returns how many.
+    fn accept_write(&mut self, bytes: u64) -> u64 {
+        if self.fin_requested || matches!(self.state, State::Closed | State::Listen) {
+            return 0;
+        }
+        let n = bytes.min(self.send_space());
+        self.app_written += n;
+        n
     }
 
     /// SACK-based recovery is configured and the peer agreed to SACK.
@@ -904,6 +1032,9 @@ impl TcpEndpoint {
         self.snd_una = ack_off;
         self.snd_nxt = self.snd_nxt.max(ack_off);
         self.scoreboard.remove_below(ack_off);
+        if let Some(store) = self.bytes.as_deref_mut() {
+            store.send.ack_to(ack_off);
+        }
         let acked = self.bytes_acked() - data_before;
         self.stats.bytes_acked += acked;
         self.dupacks = 0;
@@ -1071,7 +1202,9 @@ impl TcpEndpoint {
         }
     }
 
-    fn process_data(&mut self, now: Instant, seg: &TcpRepr) {
+    /// Accept the data and FIN of `seg`; `payload` (real-bytes mode) holds its
+    /// `seg.payload_len` bytes.
+    fn process_data(&mut self, now: Instant, seg: &TcpRepr, payload: Option<&[u8]>) {
         let start = self.rcv_offset(seg.seq);
         let len = u64::from(seg.payload_len);
         let fin = seg.flags.contains(TcpFlags::FIN);
@@ -1087,7 +1220,12 @@ impl TcpEndpoint {
         let start = start as u64;
         let mut end = start + len;
         // Accept only what fits the window we advertised (never shrunk).
-        let right = self.rcv_adv.max(self.rcv_nxt);
+        let mut right = self.rcv_adv.max(self.rcv_nxt);
+        if let Some(store) = self.bytes.as_deref() {
+            // Never accept what the byte store cannot hold. The advertised edge never exceeds
+            // this (it is at most app_read + recv_buffer), so this only guards the invariant.
+            right = right.min(store.recv.limit().max(self.rcv_nxt));
+        }
         if end > right {
             if len > 0 {
                 self.stats.beyond_window += 1;
@@ -1101,6 +1239,13 @@ impl TcpEndpoint {
             // Entirely old (a retransmission): acknowledge at once.
             self.ack_now = true;
             return;
+        }
+        if let (Some(store), Some(data)) = (self.bytes.as_deref_mut(), payload) {
+            // The accepted part [start, end); bytes already read are skipped by the store.
+            store.recv.write(
+                start,
+                data.get(..(end - start) as usize).unwrap_or_default(),
+            );
         }
         let had_holes = !self.ooo.is_empty();
         if start <= self.rcv_nxt {
@@ -1164,11 +1309,32 @@ impl TcpEndpoint {
         out.into_iter().take(n)
     }
 
-    /// Let the application read what its rate allows up to `now`.
+    /// Mark in-order data below `target` as read: drop its bytes, maybe send a window update.
+    fn mark_read(&mut self, now: Instant, target: u64) {
+        if target > self.app_read {
+            self.app_read = target;
+            if let Some(store) = self.bytes.as_deref_mut() {
+                store.recv.discard_to(target);
+            }
+            self.maybe_window_update();
+            self.update_timers(now);
+        }
+    }
+
+    /// Let the application read what its rate allows up to `now` (real bytes so read are
+    /// discarded: the endpoint is a sink).
     fn advance_reader(&mut self, now: Instant) {
         if self.manual_read {
             return;
         }
+        self.advance_reader_at_rate(now);
+        if let Some(store) = self.bytes.as_deref_mut() {
+            store.recv.discard_to(self.app_read);
+        }
+    }
+
+    /// The reader of `app_read_rate` (instant when unset), moving `app_read` only.
+    fn advance_reader_at_rate(&mut self, now: Instant) {
         let end = self.rcv_data_end();
         match self.config.app_read_rate {
             None => self.app_read = end.max(self.app_read),

@@ -5,6 +5,7 @@
 //! scale, timestamps), RFC 9438 (CUBIC), RFC 6928 (initial window), RFC 1122 §4.2.3 (delayed ACK,
 //! SWS avoidance).
 
+mod bytes;
 pub mod cc;
 mod config;
 mod endpoint;

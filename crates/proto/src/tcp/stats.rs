@@ -34,4 +34,9 @@ pub struct TcpStats {
     /// Nanoseconds spent in fast recovery / SACK recovery (from the fast retransmit to the ACK
     /// that ends recovery).
     pub recovery_ns: u64,
+    /// Real-bytes mode: segments dropped whole because their payload bytes were missing or their
+    /// length disagreed with the header (a driver bug; see `handle_segment_with_payload`).
+    pub bad_payload: u64,
+    /// Virtual mode: segments handed real payload bytes, which were ignored.
+    pub payload_ignored: u64,
 }
