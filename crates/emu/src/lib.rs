@@ -1,12 +1,13 @@
 //! satpep-emu: the real-time emulator. Real programs (iperf3, curl, a browser) in network
-//! namespaces send real packets; the scenario's links — the very [`satpep_proto::link::Link`]
-//! the simulator runs, built the same way — carry them with the scenario's rate, delay, queue
-//! and errors, driven by CLOCK_MONOTONIC instead of an event queue.
+//! namespaces send real packets; the scenario's network — the very routers, middleboxes, links
+//! and DAMA return links the simulator runs, built by the simulator's own builder
+//! ([`satpep_sim::Simulation::emulated`]) — carries them with the scenario's rate, delay, queue,
+//! errors and mechanisms, its events run when CLOCK_MONOTONIC reaches them.
 //!
 //! ```text
 //!  netns satpep-<pid>-<run>-gw           satpep (this crate)              netns …-term
 //!  ┌──────────────┐  TUN   ┌────────────────────────────────────────┐ TUN ┌──────────────┐
-//!  │ iperf3 -c …  │ ─────▶ │ pool slot ─▶ Link "fwd" ─▶ (router) ─▶ │ ──▶ │ iperf3 -s    │
+//!  │ iperf3 -c …  │ ─────▶ │ Packet ──▶ Link "fwd" ─▶ (router) ──▶ │ ──▶ │ iperf3 -s    │
 //!  │ 10.0.0.1/32  │ ◀───── │ … Link "ret" ◀──────────────────────── │ ◀── │ 10.0.1.1/32  │
 //!  └──────────────┘        └────────────────────────────────────────┘     └──────────────┘
 //! ```
@@ -15,7 +16,8 @@
 //!   removal (also of a crashed run's left-overs).
 //! - [`engine`]: the packet path (clock-free, unit-tested with hand-made times).
 //! - [`run()`]: the single-threaded epoll/timerfd loop, the commands, the outputs.
-//! - [`lateness`]: how late packets left their links compared with the model's due times.
+//! - [`lateness`]: how late the loop ran the model's events (packets leaving links) compared
+//!   with their due times.
 //!
 //! What is not emulated: the hosts' own stacks are Linux's (that is the point), so the
 //! scenario's `[[flow]]` TCP settings do not apply — choose them per program (`iperf3 -C
@@ -27,7 +29,6 @@
 pub mod engine;
 pub mod lateness;
 pub mod netns;
-mod pool;
 mod report;
 mod run;
 #[allow(unsafe_code)]

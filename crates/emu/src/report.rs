@@ -88,15 +88,8 @@ impl EmuSummary {
         let p = &self.path;
         let _ = writeln!(
             out,
-            "path: {} packets in, {} out; malformed {}, unroutable {}, ttl expired {}, \
-             buffers exhausted {}, tun full {}",
-            p.rx_packets,
-            p.tx_packets,
-            p.malformed,
-            p.unroutable,
-            p.ttl_expired,
-            p.pool_exhausted,
-            p.tx_dropped
+            "path: {} packets in, {} out; malformed {}, unroutable {}, tun full {}",
+            p.rx_packets, p.tx_packets, p.malformed, p.unroutable, p.tx_dropped
         );
         if self.fell_behind() {
             let _ = writeln!(

@@ -14,17 +14,16 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration as StdDuration;
 
-use satpep_output::{LinkSample, LinkSummary, PcapTrace, SeriesWriter, Summary};
+use satpep_output::{LinkSummary, Summary};
 use satpep_proto::{Duration, Instant};
 use satpep_scenario::{NodeKind, Scenario};
+use satpep_sim::Outputs;
 
 use crate::engine::Engine;
-use crate::lateness::Histogram;
 use crate::netns::{self, Namespaces};
 use crate::report::{EmuSummary, LinkLateness};
 use crate::sys::{self, Epoll, SignalPipe, TimerFd};
 use crate::EmuError;
-use satpep_proto::middlebox::MiddleboxConfig;
 
 /// Packets read from one device per pass before the links are serviced.
 pub const READ_BATCH: usize = 64;
@@ -93,40 +92,6 @@ enum Stop {
 const TOKEN_TIMER: u64 = u64::MAX;
 const TOKEN_SIGNAL: u64 = u64::MAX - 1;
 
-/// Refuse, rather than silently ignore, what the emulator cannot carry yet: middleboxes that
-/// create or re-segment payload (the emulator carries real bytes, middleboxes model payload as a
-/// length; see docs/emulator.md) and DAMA return links.
-fn check_supported(scenario: &Scenario) -> Result<(), EmuError> {
-    for n in &scenario.nodes {
-        let ok = match &n.middlebox {
-            None => true,
-            Some(mb) => matches!(
-                mb,
-                MiddleboxConfig::PassThrough
-                    | MiddleboxConfig::AckExpander(_)
-                    | MiddleboxConfig::Supercharger(_)
-                    | MiddleboxConfig::DupackDelay(_)
-            ),
-        };
-        if !ok {
-            return Err(EmuError::Scenario(format!(
-                "node `{}`: this middlebox creates or re-segments payload, which the emulator \
-                 cannot carry yet (the simulator runs it: `satpep sim`). The emulator runs \
-                 pass_through, ack_expander, supercharger and dupack_delay. See docs/emulator.md",
-                n.name
-            )));
-        }
-    }
-    if let Some(d) = scenario.dama.first() {
-        return Err(EmuError::Scenario(format!(
-            "[[dama]] `{}`: the emulator does not run DAMA return links yet (the simulator \
-             does: `satpep sim`). See docs/emulator.md",
-            d.name
-        )));
-    }
-    Ok(())
-}
-
 /// Emulate `scenario` in real time with `opts` (see the crate documentation).
 ///
 /// Errors: [`EmuError::Privileges`] when this process cannot create namespaces or TUN
@@ -134,7 +99,6 @@ fn check_supported(scenario: &Scenario) -> Result<(), EmuError> {
 /// set-up and I/O failures. Namespaces are removed on every path out, including errors and
 /// SIGINT/SIGTERM.
 pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuError> {
-    check_supported(scenario)?;
     netns::check_privileges()?;
     let hosts: Vec<(usize, String, std::net::Ipv4Addr)> = scenario
         .nodes
@@ -169,18 +133,10 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
         port_of[ns.node] = Some(p);
     }
 
+    // The network writes the series (links.csv, and dama.csv for DAMA return links) and the
+    // pcap of the scenario's capture links itself, at the model's instants, as in `sim`.
     let mut engine = Engine::new(scenario);
-    let link_names: Vec<String> = scenario.links.iter().map(|l| l.name.clone()).collect();
-    let mut series = if scenario.output.series {
-        Some(SeriesWriter::create(&opts.out, Vec::new(), link_names)?)
-    } else {
-        None
-    };
-    let mut pcap = if scenario.output.pcap_links.is_empty() {
-        None
-    } else {
-        Some(PcapTrace::create(opts.out.join("trace.pcap"))?)
-    };
+    engine.set_outputs(Outputs::create(&opts.out, scenario)?);
 
     let mut epoll = Epoll::new()?;
     let mut timer = TimerFd::new()?;
@@ -236,10 +192,6 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
     let mut client_status = None;
     let mut server_status = None;
     let end = opts.duration.map(|d| Instant::ZERO + d);
-    let interval = scenario.output.interval;
-    let mut next_sample = (series.is_some() && interval > Duration::ZERO).then_some(Instant::ZERO);
-    let mut last_sample = Instant::ZERO;
-    let mut last_bytes = vec![0u64; engine.link_count()];
     let mut ready = vec![false; spaces.list.len()];
     let mut wakeups = 0u64;
     let mut child_event = false;
@@ -263,43 +215,12 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
                 }
             }
         }
-        engine.service(now, &mut pcap, |node, bytes| {
+        engine.service(now, |node, bytes| {
             let Some(tun) = port_of[node].and_then(|p| spaces.list[p].tun.as_ref()) else {
                 return Ok(false);
             };
             Ok(tun.write(bytes)?.is_some())
         })?;
-
-        if let (Some(t), Some(w)) = (next_sample, series.as_mut()) {
-            if now >= t {
-                let dt = now.saturating_since(last_sample).as_secs_f64();
-                for (i, last) in last_bytes.iter_mut().enumerate() {
-                    let link = engine.link(i);
-                    let s = link.stats();
-                    let bytes = s.delivered_bytes - *last;
-                    *last = s.delivered_bytes;
-                    w.write_link(&LinkSample {
-                        time: now,
-                        link: i,
-                        queue_packets: link.queue_len_packets() as u64,
-                        queue_bytes: link.queue_len_bytes(),
-                        throughput_bps: if dt > 0.0 {
-                            bytes as f64 * 8.0 / dt
-                        } else {
-                            0.0
-                        },
-                        queue_drops: s.queue_drops,
-                        error_drops: s.error_drops,
-                    })?;
-                }
-                last_sample = now;
-                let mut n = t + interval;
-                while n <= now {
-                    n += interval;
-                }
-                next_sample = Some(n);
-            }
-        }
 
         if client_due.is_some_and(|t| now >= t) {
             client_due = None;
@@ -326,7 +247,7 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
             break Stop::Duration;
         }
 
-        let deadline = [engine.poll_timeout(), next_sample, client_due, end]
+        let deadline = [engine.poll_timeout(), client_due, end]
             .into_iter()
             .flatten()
             .min();
@@ -388,8 +309,7 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
         .iter()
         .enumerate()
         .map(|(i, spec)| {
-            let link = engine.link(i);
-            let s = link.stats_at(now);
+            let (s, _, _) = engine.link_stats(i, now);
             LinkSummary {
                 name: spec.name.clone(),
                 from: scenario.nodes[spec.from].name.clone(),
@@ -407,7 +327,7 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
             }
         })
         .collect();
-    let mut all = Histogram::default();
+    let mut all = engine.other_lateness().clone();
     let link_lateness = scenario
         .links
         .iter()
@@ -444,12 +364,7 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
         stale_removed,
         realtime,
     };
-    if let Some(w) = series {
-        w.finish()?;
-    }
-    if let Some(p) = pcap.as_mut() {
-        p.flush()?;
-    }
+    engine.finish()?;
     summary.write_json(&opts.out)?;
     drop(signals);
     if realtime {

@@ -63,6 +63,10 @@ fn can_emulate(test: &str) -> bool {
             .output()
             .is_ok_and(|o| o.status.success());
     if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run {test}: it needs root and network namespaces"
+        );
         println!("SKIP: needs root and network namespaces ({test})");
     }
     ok
@@ -74,6 +78,10 @@ fn has(program: &str, test: &str) -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run {test}: {program} is missing (.ci/run installs it)"
+        );
         println!("SKIP: needs {program} on PATH ({test}; .ci/run installs it)");
     }
     ok

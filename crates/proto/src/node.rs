@@ -221,6 +221,14 @@ type Pool = std::cell::RefCell<Vec<Box<Storage>>>;
 
 thread_local! {
     static POOL: Pool = const { std::cell::RefCell::new(Vec::new()) };
+    /// Packet buffers of this thread now held by a packet (taken from the pool, not yet back).
+    static LIVE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Packets alive on this thread: buffers taken and not yet dropped. A driver whose network has
+/// drained checks this is back to where it started, i.e. that no node kept (leaked) a packet.
+pub fn live_packets() -> usize {
+    LIVE.with(std::cell::Cell::get)
 }
 
 /// A packet's storage: a box taken from, and returned to, a per-thread free list. The list holds
@@ -246,6 +254,7 @@ impl Buf {
                 b
             },
         );
+        LIVE.with(|n| n.set(n.get() + 1));
         Self(Some(buf))
     }
 }
@@ -282,6 +291,7 @@ impl Drop for Buf {
     #[inline]
     fn drop(&mut self) {
         if let Some(mut b) = self.0.take() {
+            let _ = LIVE.try_with(|n| n.set(n.get().saturating_sub(1)));
             // `try_with`: during thread teardown the pool may already be gone; then just free.
             let _ = POOL.try_with(|p| {
                 let mut p = p.borrow_mut();

@@ -9,7 +9,7 @@ use std::net::Ipv4Addr;
 use crate::rand::Rng;
 use crate::tcp::{TcpConfig, TcpEndpoint};
 use crate::time::{Bitrate, Duration, Instant};
-use crate::wire::{emit_ipv4_tcp, parse_ipv4_tcp, parse_packet, Ipv4Repr, TcpRepr, IPPROTO_TCP};
+use crate::wire::{emit_ipv4_tcp, parse_packet, Ipv4Repr, TcpRepr, IPPROTO_TCP};
 use crate::{Node, Packet, PortId};
 
 pub(crate) const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -77,6 +77,11 @@ pub(crate) struct Net<M: Node> {
     pub b_rx: Vec<(Instant, TcpRepr)>,
     /// Every segment M sent toward B (after M).
     pub m_to_b: Vec<(Instant, TcpRepr)>,
+    /// Real-bytes mode ([`Net::with_real_bytes`]): the bytes A writes.
+    data: Option<Vec<u8>>,
+    /// Real-bytes mode: the bytes B's application read, in order.
+    pub b_data: Vec<u8>,
+    manual_b: bool,
 }
 
 pub(crate) const AM: usize = 0;
@@ -107,7 +112,34 @@ impl<M: Node> Net<M> {
             a_rx: Vec::new(),
             b_rx: Vec::new(),
             m_to_b: Vec::new(),
+            data: None,
+            b_data: Vec::new(),
+            manual_b: false,
         }
+    }
+
+    /// A and B carry real bytes: A writes `total` pseudo-random bytes (seeded by `seed`), every
+    /// packet carries its payload with checksums over it, and B's application reads into
+    /// [`Net::b_data`].
+    pub fn with_real_bytes(mut self, seed: u64) -> Self {
+        let mut rng = Rng::new(seed, 11);
+        let data = (0..self.total).map(|_| rng.next_u32() as u8).collect();
+        assert!(self.a.carry_bytes() && self.b.carry_bytes());
+        self.data = Some(data);
+        self.with_manual_reader()
+    }
+
+    /// B's application reads explicitly after every segment ([`TcpEndpoint::read_to`]), as it
+    /// must in real-bytes mode: with this, a virtual run makes exactly the reads a real one does.
+    pub fn with_manual_reader(mut self) -> Self {
+        self.b.set_manual_read();
+        self.manual_b = true;
+        self
+    }
+
+    /// Real-bytes mode: what A wrote.
+    pub fn sent_data(&self) -> &[u8] {
+        self.data.as_deref().unwrap_or(&[])
     }
 
     fn put(&mut self, hop: usize, to: Dest, pkt: Packet) {
@@ -148,11 +180,23 @@ impl<M: Node> Net<M> {
             dscp_ecn: 0,
             payload_len: 0,
         };
+        if ep.carries_bytes() {
+            return crate::wire::emit_tcp_packet(&ip, seg, |v| {
+                assert!(
+                    ep.copy_payload(seg, v),
+                    "the sender holds its segment's bytes"
+                );
+            })
+            .expect("copy_payload wrote the segment's length");
+        }
         Packet::build(seg.payload_len, |buf| emit_ipv4_tcp(&ip, seg, buf))
     }
 
     fn drain(&mut self) {
-        if self.written < self.total {
+        if let Some(data) = self.data.as_deref() {
+            let from = self.written as usize;
+            self.written += self.a.send_bytes(self.now, &data[from..]) as u64;
+        } else if self.written < self.total {
             self.written += self.a.send(self.now, self.total - self.written);
         }
         if self.close && self.written == self.total && !self.closed {
@@ -171,7 +215,7 @@ impl<M: Node> Net<M> {
             let h = tx.pkt.header();
             let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
             if dst == B {
-                if let Ok((_, seg)) = parse_ipv4_tcp(tx.pkt.header(), tx.pkt.payload_len) {
+                if let Ok((_, seg)) = parse_packet(&tx.pkt) {
                     self.m_to_b.push((self.now, seg));
                 }
                 self.put(MB, Dest::B, tx.pkt);
@@ -216,10 +260,17 @@ impl<M: Node> Net<M> {
                             parse_packet(&pkt).expect("every packet in the test net parses");
                         if to == Dest::A {
                             self.a_rx.push((self.now, seg));
-                            self.a.handle_segment(self.now, &seg);
+                            self.a
+                                .handle_segment_with_payload(self.now, &seg, pkt.payload());
                         } else {
                             self.b_rx.push((self.now, seg));
-                            self.b.handle_segment(self.now, &seg);
+                            self.b
+                                .handle_segment_with_payload(self.now, &seg, pkt.payload());
+                            if self.data.is_some() {
+                                self.b.read_bytes(self.now, &mut self.b_data, usize::MAX);
+                            } else if self.manual_b {
+                                self.b.read_to(self.now, self.b.bytes_received());
+                            }
                         }
                     }
                 }

@@ -16,7 +16,7 @@ use satpep_scenario::{NodeKind, Scenario};
 
 use crate::apps::apps_for;
 use crate::engine::{flush, Event, EventQueue, NodeId};
-use satpep_proto::net::{Host, Role, Router};
+use satpep_proto::net::{ExternalHost, Host, Role, Router};
 
 /// A node of the simulated network (enum dispatch keeps the hot loop free of `dyn`).
 #[allow(clippy::large_enum_variant)]
@@ -26,6 +26,8 @@ enum SimNode {
     Link(Link),
     /// A DVB-RCS return link shared by several terminals (`[[dama]]`).
     Dama(DamaLink),
+    /// A host outside the model (the emulator's TUN device): see [`Simulation::emulated`].
+    External(ExternalHost),
 }
 
 impl Node for SimNode {
@@ -35,6 +37,7 @@ impl Node for SimNode {
             Self::Router(n) => n.handle_packet(now, port, pkt),
             Self::Link(n) => n.handle_packet(now, port, pkt),
             Self::Dama(n) => n.handle_packet(now, port, pkt),
+            Self::External(n) => n.handle_packet(now, port, pkt),
         }
     }
     fn handle_timeout(&mut self, now: Instant) {
@@ -43,6 +46,7 @@ impl Node for SimNode {
             Self::Router(n) => n.handle_timeout(now),
             Self::Link(n) => n.handle_timeout(now),
             Self::Dama(n) => n.handle_timeout(now),
+            Self::External(n) => n.handle_timeout(now),
         }
     }
     fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
@@ -51,6 +55,7 @@ impl Node for SimNode {
             Self::Router(n) => n.poll_transmit(now),
             Self::Link(n) => n.poll_transmit(now),
             Self::Dama(n) => n.poll_transmit(now),
+            Self::External(n) => n.poll_transmit(now),
         }
     }
     fn poll_timeout(&self) -> Option<Instant> {
@@ -59,6 +64,7 @@ impl Node for SimNode {
             Self::Router(n) => n.poll_timeout(),
             Self::Link(n) => n.poll_timeout(),
             Self::Dama(n) => n.poll_timeout(),
+            Self::External(n) => n.poll_timeout(),
         }
     }
 }
@@ -141,6 +147,8 @@ pub struct Simulation {
     link_node: Vec<NodeId>,
     /// Scenario link index of each node (links only).
     link_index: Vec<Option<usize>>,
+    /// For each node, for each arrival port, the scenario link that feeds it.
+    in_links: Vec<Vec<Option<usize>>>,
     flows: Vec<FlowLoc>,
     outputs: Option<Outputs>,
     last_link_bytes: Vec<u64>,
@@ -163,14 +171,28 @@ pub struct Simulation {
 }
 
 impl Simulation {
-    /// Build the network of `scenario`.
+    /// Build the network of `scenario`, with modelled hosts running its flows.
     pub fn new(scenario: &Scenario) -> Self {
+        Self::build(scenario, false)
+    }
+
+    /// Build the network of `scenario` for a real-time driver: every host is an
+    /// [`ExternalHost`] whose traffic comes from outside ([`Simulation::inject`],
+    /// [`Simulation::poll_received`]) and no flow is modelled; routers, middleboxes, links and
+    /// DAMA return links are built exactly as [`Simulation::new`] builds them, with the same
+    /// port numbering, routes and random streams.
+    pub fn emulated(scenario: &Scenario) -> Self {
+        Self::build(scenario, true)
+    }
+
+    fn build(scenario: &Scenario, external: bool) -> Self {
         let n_nodes = scenario.nodes.len();
         let mut nodes: Vec<SimNode> = scenario
             .nodes
             .iter()
             .enumerate()
             .map(|(i, n)| match n.kind {
+                NodeKind::Host if external => SimNode::External(ExternalHost::new(n.address)),
                 NodeKind::Host => SimNode::Host(Host::new(n.address, (i as u64) << 40)),
                 NodeKind::Router => SimNode::Router(match &n.middlebox {
                     Some(mb) => Router::with_middlebox(Middlebox::new(
@@ -229,9 +251,17 @@ impl Simulation {
             link_port.push(port);
         }
         let mut link_index = vec![None; nodes.len()];
+        let mut in_links: Vec<Vec<Option<usize>>> = vec![Vec::new(); nodes.len()];
         for (i, &id) in link_node.iter().enumerate() {
             if dama_of_link[i].is_none() {
                 link_index[id] = Some(i);
+                let (to, port) = wires[id][0];
+                let row = &mut in_links[to];
+                let p = usize::from(port.0);
+                if row.len() <= p {
+                    row.resize(p + 1, None);
+                }
+                row[p] = Some(i);
             }
         }
         // Static routes: at node n, traffic for node d leaves on link routes[n][d].
@@ -242,12 +272,18 @@ impl Simulation {
                 match &mut nodes[n] {
                     SimNode::Host(h) => h.add_route(dst, link_port[l]),
                     SimNode::Router(r) => r.add_route(dst, link_port[l]),
+                    SimNode::External(h) => h.add_route(dst, link_port[l]),
                     SimNode::Link(_) | SimNode::Dama(_) => {}
                 }
             }
         }
         let mut flows = Vec::new();
-        for (i, f) in scenario.flows.iter().enumerate() {
+        let modelled_flows = if external {
+            &[][..]
+        } else {
+            &scenario.flows[..]
+        };
+        for (i, f) in modelled_flows.iter().enumerate() {
             let start = Instant::ZERO + f.start;
             let (a, b) = (scenario.nodes[f.from].address, scenario.nodes[f.to].address);
             let mut rng = Rng::for_component(scenario.seed, &format!("flow:{}", f.name));
@@ -285,32 +321,35 @@ impl Simulation {
                 listener: (f.to, lc),
             });
         }
+        let n_flows = flows.len();
         let n_total = nodes.len();
         let mut q = EventQueue::new(n_total);
         for (id, n) in nodes.iter().enumerate() {
             q.arm(id, n.poll_timeout());
         }
-        if scenario.output.interval > Duration::ZERO {
+        // A real-time driver samples only when it writes series (see `set_outputs`).
+        if scenario.output.interval > Duration::ZERO && !external {
             q.push(Instant::ZERO, Event::Tick(TICK_SAMPLE));
         }
         Self {
             last_link_bytes: vec![0; scenario.links.len()],
-            max_cwnd: vec![0; scenario.flows.len()],
+            max_cwnd: vec![0; n_flows],
             scenario: scenario.clone(),
             q,
             nodes,
             wires,
             link_node,
             link_index,
+            in_links,
             flows,
             outputs: None,
             done_flows: 0,
             host_done: vec![0; n_total],
             pending: Vec::new(),
-            complete_at: vec![None; scenario.flows.len()],
+            complete_at: vec![None; n_flows],
             dama_nodes: dama_node.into_iter().flatten().collect(),
             dama_of_link,
-            last_rtt: vec![None; scenario.flows.len()],
+            last_rtt: vec![None; n_flows],
             data_packets: 0,
             io_error: None,
         }
@@ -323,6 +362,10 @@ impl Simulation {
             if let SimNode::Dama(d) = &mut self.nodes[id] {
                 d.set_recording(record && self.scenario.dama[g].config.record);
             }
+        }
+        let external = self.nodes.iter().any(|n| matches!(n, SimNode::External(_)));
+        if external && outputs.series.is_some() && self.scenario.output.interval > Duration::ZERO {
+            self.q.push(self.q.now(), Event::Tick(TICK_SAMPLE));
         }
         self.outputs = Some(outputs);
     }
@@ -364,6 +407,66 @@ impl Simulation {
         self.finish()
     }
 
+    /// The outside host at scenario node `node` sent `pkt` at the current instant (bring the
+    /// clock there first with [`Simulation::run_until`]). Ignored for a node that is not an
+    /// [`ExternalHost`].
+    pub fn inject(&mut self, node: NodeId, pkt: Packet) {
+        if let Some(SimNode::External(h)) = self.nodes.get_mut(node) {
+            h.send(pkt);
+            self.flush(node);
+        }
+    }
+
+    /// Next packet that reached the outside host at scenario node `node`.
+    pub fn poll_received(&mut self, node: NodeId) -> Option<Packet> {
+        match self.nodes.get_mut(node)? {
+            SimNode::External(h) => h.poll_received(),
+            _ => None,
+        }
+    }
+
+    /// Counters of the outside host at scenario node `node`.
+    pub fn external_stats(
+        &self,
+        node: NodeId,
+    ) -> Option<satpep_proto::net::external::ExternalStats> {
+        match self.nodes.get(node)? {
+            SimNode::External(h) => Some(h.stats()),
+            _ => None,
+        }
+    }
+
+    /// Nodes of the network (scenario nodes first, then links and DAMA return links).
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Write the last sample and close the output files (a real-time driver's end of run).
+    pub fn finish_outputs(self) -> io::Result<()> {
+        self.finish().map(|_| ())
+    }
+
+    /// When the next event is due, if any.
+    pub fn next_event_at(&self) -> Option<Instant> {
+        self.q.peek_time()
+    }
+
+    /// The scenario link a node id models (`None` for hosts, routers and DAMA return links).
+    pub fn link_of_node(&self, node: NodeId) -> Option<usize> {
+        self.link_index.get(node).copied().flatten()
+    }
+
+    /// For each node, for each arrival port, the scenario link whose packets arrive there
+    /// (`None` for a DAMA return link, shared by several terminals).
+    pub fn in_links(&self) -> &[Vec<Option<usize>>] {
+        &self.in_links
+    }
+
+    /// Counters and current queue (packets, bytes) of scenario link `i`, plain or DAMA.
+    pub fn link_stats(&self, i: usize, now: Instant) -> (LinkStats, u64, u64) {
+        self.link_view(i, now)
+    }
+
     /// Whether every flow's application has finished and the scenario stops then.
     pub fn is_done(&self) -> bool {
         self.scenario.stop_when_done && self.done_flows == self.flows.len()
@@ -371,7 +474,22 @@ impl Simulation {
 
     /// Process every event up to and including `end`.
     pub fn run_until(&mut self, end: Instant) {
+        self.run_until_observed(end, |_, _, _| {});
+    }
+
+    /// [`Simulation::run_until`], telling `observe` the node and the scheduled instant of every
+    /// node event (a real-time driver measures how late it ran each one).
+    pub fn run_until_observed(
+        &mut self,
+        end: Instant,
+        mut observe: impl FnMut(NodeId, Option<PortId>, Instant),
+    ) {
         while let Some(ev) = self.q.pop(end) {
+            match &ev {
+                Event::Deliver { to, port, .. } => observe(*to, Some(*port), self.q.now()),
+                Event::Wake { node } => observe(*node, None, self.q.now()),
+                Event::Tick(_) => {}
+            }
             let id = match ev {
                 Event::Deliver { to, port, pkt } => {
                     if pkt.payload_len > 0 && matches!(self.nodes[to], SimNode::Host(_)) {
@@ -635,6 +753,7 @@ impl Simulation {
         let flows = sc
             .flows
             .iter()
+            .take(self.flows.len())
             .enumerate()
             .map(|(i, f)| {
                 let ep = self.opener(i);

@@ -31,8 +31,6 @@ pub struct ExternalStats {
 pub struct ExternalHost {
     addr: Ipv4Addr,
     routes: Router,
-    /// Where packets go when no route names their destination (a host's first link).
-    default_port: Option<PortId>,
     out: VecDeque<Transmit>,
     received: VecDeque<Packet>,
     stats: ExternalStats,
@@ -44,17 +42,16 @@ impl ExternalHost {
         Self {
             addr,
             routes: Router::new(),
-            default_port: None,
             out: VecDeque::new(),
             received: VecDeque::new(),
             stats: ExternalStats::default(),
         }
     }
 
-    /// Send packets for `dst` out of `port` (the first route added is also the default).
+    /// Send packets for `dst` out of `port`. A packet for an address no route names is counted
+    /// as unroutable: nothing in the scenario could deliver it.
     pub fn add_route(&mut self, dst: Ipv4Addr, port: PortId) {
         self.routes.add_route(dst, port);
-        self.default_port.get_or_insert(port);
     }
 
     /// The outside host sent `pkt`: it leaves by the port its destination is routed to.
@@ -65,7 +62,7 @@ impl ExternalHost {
             return;
         }
         let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
-        let Some(port) = self.routes.route_of(dst).or(self.default_port) else {
+        let Some(port) = self.routes.route_of(dst) else {
             self.stats.unroutable += 1;
             return;
         };
@@ -139,13 +136,13 @@ mod tests {
         h.add_route(Ipv4Addr::new(10, 0, 1, 1), PortId(0));
         h.add_route(Ipv4Addr::new(10, 0, 2, 1), PortId(1));
         h.send(ipv4_to([10, 0, 2, 1], b"x"));
-        h.send(ipv4_to([10, 9, 9, 9], b"y")); // no route: the default (first) port
+        h.send(ipv4_to([10, 9, 9, 9], b"y")); // no route: no node of the scenario
         h.send(Packet::new(&[0x60; 40], 0)); // IPv6: not ours to route
         let ports: Vec<u16> = std::iter::from_fn(|| h.poll_transmit(Instant::ZERO))
             .map(|t| t.port.0)
             .collect();
-        assert_eq!(ports, vec![1, 0]);
-        assert_eq!(h.stats().unroutable, 1);
+        assert_eq!(ports, vec![1]);
+        assert_eq!(h.stats().unroutable, 2);
 
         h.handle_packet(Instant::ZERO, PortId(0), ipv4_to([10, 0, 0, 1], b"hello"));
         let got = h.poll_received().expect("delivered");

@@ -185,7 +185,13 @@ impl SplitRelay {
         self.flows.len() as u64 * 2 * self.config.buffer_per_conn.bytes()
     }
 
-    fn open(&mut self, now: Instant, key: FlowKey, syn: &crate::wire::TcpRepr) -> bool {
+    fn open(
+        &mut self,
+        now: Instant,
+        key: FlowKey,
+        syn: &crate::wire::TcpRepr,
+        real_bytes: bool,
+    ) -> bool {
         if !self.config.ports.is_empty() && !self.config.ports.contains(&key.1 .1) {
             return false;
         }
@@ -205,7 +211,8 @@ impl SplitRelay {
         self.iss = self.iss.wrapping_mul(1_103_515_245).wrapping_add(12_345);
         let accept = TcpEndpoint::new(ca, key.1, key.0, self.iss);
         let connect = TcpEndpoint::new(cc, key.0, key.1, self.iss.rotate_left(16));
-        let flow = SplitFlow::new(now, syn, accept, connect, now + self.config.connect_timeout);
+        let deadline = now + self.config.connect_timeout;
+        let flow = SplitFlow::new(now, syn, accept, connect, deadline, real_bytes);
         self.flows.insert(key, flow);
         self.stats.flows_split += 1;
         true
@@ -249,7 +256,7 @@ impl Node for SplitRelay {
             ((dst, src), Side::Connect)
         } else if seg.flags.contains(TcpFlags::SYN)
             && seg.ack.is_none()
-            && self.open(now, (src, dst), &seg)
+            && self.open(now, (src, dst), &seg, pkt.has_real_payload())
         {
             // The SYN went to the new accept half in `open`.
             let mut out = std::mem::take(&mut self.out);
@@ -266,7 +273,7 @@ impl Node for SplitRelay {
         };
         let mut out = std::mem::take(&mut self.out);
         if let Some(f) = self.flows.get_mut(&key) {
-            f.handle_segment(now, side, &seg, &mut out);
+            f.handle_segment(now, side, &seg, pkt.payload(), &mut out);
         }
         self.out = out;
         self.update_buffer_stats();

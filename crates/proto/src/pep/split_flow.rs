@@ -7,12 +7,20 @@
 //! once the other half's peer has acknowledged it. The unread data of a half is therefore
 //! exactly what the gateway holds for that direction, and it can never exceed that half's
 //! receive buffer: the window it advertises shrinks as the buffer fills (backpressure).
+//!
+//! A flow carries real bytes when the opener's SYN came with a real (if empty) payload — traffic
+//! of real programs in the emulator or a gateway: both halves then hold the bytes they received
+//! and sent ([`TcpEndpoint::carry_bytes`]), and each segment leaves with exactly the bytes its
+//! stream position holds. Otherwise (the simulator's modelled hosts) payload stays a length.
+//! Either way the relay moves the same counts at the same instants.
 
 use std::net::Ipv4Addr;
 
 use crate::tcp::{State, TcpEndpoint};
 use crate::time::Instant;
-use crate::wire::{emit_ipv4_tcp, Ipv4Repr, SeqNumber, TcpFlags, TcpRepr, IPPROTO_TCP};
+use crate::wire::{
+    emit_ipv4_tcp, emit_tcp_packet, Ipv4Repr, SeqNumber, TcpFlags, TcpRepr, IPPROTO_TCP,
+};
 use crate::Packet;
 
 /// One half of a split connection, with what is needed to reset its peer.
@@ -52,6 +60,18 @@ impl Half {
             payload_len: 0,
         };
         self.ident = self.ident.wrapping_add(1);
+        if self.ep.carries_bytes() {
+            let ep = &self.ep;
+            // NOTE: `copy_payload` holds every byte of a segment `poll_transmit` just returned
+            // (the send ring keeps all unacknowledged data), so `None` would be a bug of ours;
+            // send the header with virtual payload rather than nothing, and let the receiver's
+            // checksum refuse it.
+            if let Some(p) = emit_tcp_packet(&ip, seg, |v| {
+                ep.copy_payload(seg, v);
+            }) {
+                return p;
+            }
+        }
         Packet::build(seg.payload_len, |buf| emit_ipv4_tcp(&ip, seg, buf))
     }
 
@@ -91,20 +111,28 @@ pub(crate) struct SplitFlow {
     /// The connect half must be established by then, or the flow is aborted.
     pub(crate) connect_deadline: Instant,
     pub(crate) aborted: bool,
+    /// Bytes on their way from one half to the other (real-bytes flows only).
+    scratch: Vec<u8>,
 }
 
 impl SplitFlow {
     /// A flow for an opener's SYN `syn` from `opener` to `listener`: the accept half answers it
-    /// at once (a local SYN-ACK), the connect half sends its own SYN.
+    /// at once (a local SYN-ACK), the connect half sends its own SYN. `real_bytes`: the SYN's
+    /// payload was real, so both halves carry real bytes.
     pub(crate) fn new(
         now: Instant,
         syn: &TcpRepr,
         mut accept: TcpEndpoint,
         mut connect: TcpEndpoint,
         connect_deadline: Instant,
+        real_bytes: bool,
     ) -> Self {
         accept.set_manual_read();
         connect.set_manual_read();
+        if real_bytes {
+            accept.carry_bytes();
+            connect.carry_bytes();
+        }
         accept.listen();
         accept.handle_segment(now, syn);
         connect.connect(now);
@@ -115,6 +143,7 @@ impl SplitFlow {
             fin_fed: [false; 2],
             connect_deadline,
             aborted: false,
+            scratch: Vec::new(),
         }
     }
 
@@ -123,16 +152,20 @@ impl SplitFlow {
         (self.accept.ep.remote(), self.accept.ep.local())
     }
 
-    /// A segment for `side` arrived. A RST aborts the whole flow (it is passed to the other end).
+    /// A segment for `side` arrived, with its payload bytes when they are real. A RST aborts the
+    /// whole flow (it is passed to the other end).
     pub(crate) fn handle_segment(
         &mut self,
         now: Instant,
         side: Side,
         seg: &TcpRepr,
+        payload: Option<&[u8]>,
         out: &mut Vec<Packet>,
     ) {
         if seg.flags.contains(TcpFlags::RST) {
-            self.half(side).ep.handle_segment(now, seg);
+            self.half(side)
+                .ep
+                .handle_segment_with_payload(now, seg, payload);
             let other = match side {
                 Side::Accept => Side::Connect,
                 Side::Connect => Side::Accept,
@@ -141,7 +174,9 @@ impl SplitFlow {
             self.aborted = true;
             return;
         }
-        self.half(side).ep.handle_segment(now, seg);
+        self.half(side)
+            .ep
+            .handle_segment_with_payload(now, seg, payload);
         self.pump(now, out);
     }
 
@@ -202,6 +237,7 @@ impl SplitFlow {
                 &mut self.connect.ep,
                 &mut self.fed[0],
                 &mut self.fin_fed[0],
+                &mut self.scratch,
             );
             relay(
                 now,
@@ -209,6 +245,7 @@ impl SplitFlow {
                 &mut self.accept.ep,
                 &mut self.fed[1],
                 &mut self.fin_fed[1],
+                &mut self.scratch,
             );
         }
         for h in [&mut self.accept, &mut self.connect] {
@@ -247,9 +284,17 @@ fn relay(
     to: &mut TcpEndpoint,
     fed: &mut u64,
     fin_fed: &mut bool,
+    scratch: &mut Vec<u8>,
 ) {
     let avail = from.bytes_received() - *fed;
-    if avail > 0 {
+    if avail > 0 && from.carries_bytes() {
+        // The same count as below, with the bytes: those past what was already fed, copied
+        // (not read) from `from`'s receive buffer into `to`'s send buffer.
+        let n = usize::try_from(avail.min(to.send_space())).unwrap_or(usize::MAX);
+        scratch.clear();
+        let got = from.peek_bytes(*fed, n, scratch);
+        *fed += to.send_bytes(now, &scratch[..got]) as u64;
+    } else if avail > 0 {
         *fed += to.send(now, avail);
     }
     // Read (free window) only what the far end has acknowledged: the buffer stays bounded by

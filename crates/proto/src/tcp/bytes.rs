@@ -136,6 +136,20 @@ impl RecvBytes {
         n
     }
 
+    /// Copy up to `n` bytes from `offset` on to `out` without reading them (the caller knows they
+    /// are in order); returns how many. Nothing below `base` can be copied.
+    pub(super) fn peek(&self, offset: u64, n: usize, out: &mut Vec<u8>) -> usize {
+        let Some(at) = offset.checked_sub(self.base) else {
+            return 0;
+        };
+        let at = usize::try_from(at)
+            .unwrap_or(usize::MAX)
+            .min(self.buf.len());
+        let n = n.min(self.buf.len() - at);
+        out.extend(self.buf.range(at..at + n));
+        n
+    }
+
     /// The application has read (or discarded) everything below `offset`.
     pub(super) fn discard_to(&mut self, offset: u64) {
         if offset <= self.base {

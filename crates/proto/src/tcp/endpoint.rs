@@ -293,6 +293,23 @@ impl TcpEndpoint {
         got
     }
 
+    /// Real bytes, any read mode: append to `out` up to `max` in-order received bytes that start
+    /// `from` bytes into the stream, *without* reading them (the window stays as it is); returns
+    /// how many. A split-TCP relay copies data on with this and reads it ([`Self::read_to`]) only
+    /// once the far end has acknowledged it, exactly as it does with virtual payload.
+    pub fn peek_bytes(&self, from: u64, max: usize, out: &mut Vec<u8>) -> usize {
+        let Some(store) = self.bytes.as_deref() else {
+            return 0;
+        };
+        let start = from.saturating_add(1);
+        let end = self.rcv_data_end();
+        if start >= end {
+            return 0;
+        }
+        let n = usize::try_from(end - start).unwrap_or(usize::MAX).min(max);
+        store.recv.peek(start, n, out)
+    }
+
     // ---- commands ----
 
     /// Active open: send a SYN.
