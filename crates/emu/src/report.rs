@@ -40,6 +40,12 @@ pub struct EmuSummary {
     pub stale_removed: Vec<String>,
     /// Whether the loop ran under SCHED_FIFO.
     pub realtime: bool,
+    /// Connections left in the middleboxes' tables when the run stopped (split relays,
+    /// spoofing CCBs); `None` without such a middlebox.
+    pub open_connections: Option<u64>,
+    /// Packets still inside the emulated network when the run stopped (queued, in flight, held
+    /// by a middlebox). On a path left idle, anything here was leaked.
+    pub live_packets: u64,
 }
 
 /// Release lateness of one link.

@@ -363,6 +363,8 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
         server_exit: server_status.and_then(|s| s.code()),
         stale_removed,
         realtime,
+        open_connections: engine.network().open_connections(),
+        live_packets: engine.buffers_in_use() as u64,
     };
     engine.finish()?;
     summary.write_json(&opts.out)?;

@@ -248,11 +248,10 @@ fn ack_compaction_and_expander_carry_real_acks() {
     let ret = &summary.base.links[1];
     println!(
         "goodput drop-tail {:.3} Mb/s, compaction + expander {:.3} Mb/s; return link delivered {} \
-         packets; lost buffers {}",
+         packets",
         plain / 1e6,
         compacted / 1e6,
         ret.delivered_packets,
-        summary.path.lost_buffers
     );
     assert!(
         compacted > plain * 1.03,
@@ -575,21 +574,4 @@ fn pids_in(ns: &str) -> Vec<i32> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Middleboxes that create payload (Snoop, split relays…) and DAMA are refused with exit code 2
-/// before anything is set up (no root needed to see the message).
-#[test]
-fn payload_creating_middleboxes_are_refused_not_ignored() {
-    let text = satpep_scenario::default_scenario_text().replace(
-        "name = \"gateway\"        # the satellite gateway (hub); forwards only\nkind = \"router\"",
-        "name = \"gateway\"\nkind = \"router\"\nmiddlebox = { kind = \"snoop\" }",
-    );
-    let sc = satpep_scenario::load_str(&text, "mb", &[])
-        .unwrap()
-        .scenario;
-    let dir = tempfile::tempdir().unwrap();
-    let err = satpep_emu::run(&sc, &EmuOptions::new(dir.path())).unwrap_err();
-    assert_eq!(err.exit_code(), 2);
-    assert!(err.to_string().contains("middlebox"), "{err}");
 }

@@ -35,6 +35,6 @@ pub mod wire;
 #[cfg(test)]
 mod testnet;
 
-pub use node::{Node, Packet, PortId, Transmit};
+pub use node::{DropReason, Dropped, Node, Packet, PortId, Transmit};
 pub use time::{Bitrate, Duration, Instant};
 pub use units::ByteSize;

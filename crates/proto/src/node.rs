@@ -316,12 +316,113 @@ pub struct Transmit {
     pub pkt: Packet,
 }
 
+/// Why a node dropped a packet (see [`Node::poll_drop`]).
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum DropReason {
+    /// The queue discipline refused it (full queue).
+    QueueFull,
+    /// The link's error model corrupted it on the line.
+    LineError,
+    /// A header-compressed packet the decompressor could not restore.
+    Decompression,
+    /// Not a packet the node can read (too short, not IPv4).
+    Malformed,
+    /// No route toward its destination.
+    NoRoute,
+    /// Its TTL ran out.
+    TtlExpired,
+    /// The outside host's driver did not take arrivals fast enough.
+    Overflow,
+}
+
+impl DropReason {
+    /// Every reason, in the order of the enum (for per-reason counters).
+    pub const ALL: [Self; 7] = [
+        Self::QueueFull,
+        Self::LineError,
+        Self::Decompression,
+        Self::Malformed,
+        Self::NoRoute,
+        Self::TtlExpired,
+        Self::Overflow,
+    ];
+
+    /// Name used in outputs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::QueueFull => "queue_full",
+            Self::LineError => "line_error",
+            Self::Decompression => "decompression",
+            Self::Malformed => "malformed",
+            Self::NoRoute => "no_route",
+            Self::TtlExpired => "ttl_expired",
+            Self::Overflow => "overflow",
+        }
+    }
+}
+
+/// A packet a node dropped: what a driver records (a trace, per-reason counters) without
+/// having to guess where a packet went. The packet itself is gone (its buffer back in the pool).
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub struct Dropped {
+    /// The packet's id.
+    pub id: u64,
+    /// Its flow hint.
+    pub flow: u32,
+    /// Bytes it occupied on the wire.
+    pub wire_len: u64,
+    /// Why.
+    pub reason: DropReason,
+}
+
+impl Dropped {
+    /// The record of dropping `pkt` for `reason`.
+    pub fn of(pkt: &Packet, reason: DropReason) -> Self {
+        Self {
+            id: pkt.id,
+            flow: pkt.flow,
+            wire_len: pkt.wire_len(),
+            reason,
+        }
+    }
+}
+
+/// Drops a node has not yet reported, bounded: a driver that never asks cannot make it grow
+/// past [`DropLog::CAPACITY`] (older records are then lost and counted).
+#[derive(Clone, Debug, Default)]
+pub struct DropLog {
+    records: std::collections::VecDeque<Dropped>,
+    /// Records discarded because nobody drained the log.
+    pub discarded: u64,
+}
+
+impl DropLog {
+    /// Most records kept.
+    pub const CAPACITY: usize = 1024;
+
+    /// Record a drop.
+    #[inline]
+    pub fn push(&mut self, d: Dropped) {
+        if self.records.len() >= Self::CAPACITY {
+            self.records.pop_front();
+            self.discarded += 1;
+        }
+        self.records.push_back(d);
+    }
+
+    /// Oldest unreported drop.
+    #[inline]
+    pub fn pop(&mut self) -> Option<Dropped> {
+        self.records.pop_front()
+    }
+}
+
 /// A sans-IO network element: a link, a host, a router, a PEP.
 ///
 /// Contract: time never goes backwards between calls. After every `handle_*` call the driver
 /// drains [`poll_transmit`](Node::poll_transmit) until `None`, then reads
-/// [`poll_timeout`](Node::poll_timeout). `handle_timeout` may be called late or more than once:
-/// early and repeated calls do nothing.
+/// [`poll_timeout`](Node::poll_timeout), then drains [`poll_drop`](Node::poll_drop).
+/// `handle_timeout` may be called late or more than once: early and repeated calls do nothing.
 pub trait Node {
     /// A packet arrived on `port` at `now`.
     fn handle_packet(&mut self, now: Instant, port: PortId, pkt: Packet);
@@ -331,6 +432,11 @@ pub trait Node {
     fn poll_transmit(&mut self, now: Instant) -> Option<Transmit>;
     /// Earliest instant at which `handle_timeout` must run; `None` when only a packet can wake us.
     fn poll_timeout(&self) -> Option<Instant>;
+    /// Next packet this node dropped since the last call (links, routers and hosts report
+    /// theirs; a mechanism that reports none keeps its own counters).
+    fn poll_drop(&mut self) -> Option<Dropped> {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use satpep_proto::link::{Link, LinkStats};
 use satpep_proto::middlebox::Middlebox;
 use satpep_proto::rand::Rng;
 use satpep_proto::tcp::TcpEndpoint;
-use satpep_proto::{Duration, Instant, Node, Packet, PortId, Transmit};
+use satpep_proto::{DropReason, Dropped, Duration, Instant, Node, Packet, PortId, Transmit};
 use satpep_scenario::{NodeKind, Scenario};
 
 use crate::apps::apps_for;
@@ -65,6 +65,15 @@ impl Node for SimNode {
             Self::Link(n) => n.poll_timeout(),
             Self::Dama(n) => n.poll_timeout(),
             Self::External(n) => n.poll_timeout(),
+        }
+    }
+    fn poll_drop(&mut self) -> Option<Dropped> {
+        match self {
+            Self::Host(n) => n.poll_drop(),
+            Self::Router(n) => n.poll_drop(),
+            Self::Link(n) => n.poll_drop(),
+            Self::Dama(n) => n.poll_drop(),
+            Self::External(n) => n.poll_drop(),
         }
     }
 }
@@ -166,6 +175,8 @@ pub struct Simulation {
     dama_nodes: Vec<NodeId>,
     /// For each scenario link: `Some((group, terminal))` when it is a DAMA return interface.
     dama_of_link: Vec<Option<(usize, usize)>>,
+    /// Packets the nodes reported dropped, per [`DropReason`] (in `DropReason::ALL` order).
+    drops: [u64; DropReason::ALL.len()],
     /// Last (latest RTT sample, SRTT) written to `rtt.csv` per flow.
     last_rtt: Vec<Option<(Duration, Duration)>>,
 }
@@ -352,6 +363,7 @@ impl Simulation {
             last_rtt: vec![None; n_flows],
             data_packets: 0,
             io_error: None,
+            drops: [0; DropReason::ALL.len()],
         }
     }
 
@@ -444,6 +456,29 @@ impl Simulation {
     /// Write the last sample and close the output files (a real-time driver's end of run).
     pub fn finish_outputs(self) -> io::Result<()> {
         self.finish().map(|_| ())
+    }
+
+    /// Connections in the routers' middlebox tables now (see
+    /// [`Middlebox::open_connections`]); `None` when no middlebox keeps a table.
+    pub fn open_connections(&self) -> Option<u64> {
+        self.nodes
+            .iter()
+            .filter_map(|n| match n {
+                SimNode::Router(r) => r.middlebox().and_then(Middlebox::open_connections),
+                _ => None,
+            })
+            .reduce(|a, b| a + b)
+    }
+
+    /// Packets dropped so far by links, routers and hosts, per reason (reasons never seen left
+    /// out), in [`DropReason::ALL`] order.
+    pub fn drops(&self) -> Vec<(DropReason, u64)> {
+        DropReason::ALL
+            .iter()
+            .zip(self.drops)
+            .filter(|&(_, n)| n > 0)
+            .map(|(&r, n)| (r, n))
+            .collect()
     }
 
     /// When the next event is due, if any.
@@ -549,6 +584,9 @@ impl Simulation {
                 wires[from].get(usize::from(port.0)).copied()
             },
         );
+        while let Some(d) = self.nodes[id].poll_drop() {
+            self.drops[d.reason as usize] += 1;
+        }
     }
 
     /// Append the DAMA superframe records and new RTT samples to `dama.csv` / `rtt.csv`.

@@ -19,7 +19,7 @@ use super::config::{Compression, LinkConfig};
 use super::error_model::ErrorModel;
 use super::queue::{AnyQueue, QueueDisc, QueuedPacket};
 use super::stats::LinkStats;
-use crate::node::{Node, Packet, PortId, Transmit};
+use crate::node::{DropLog, DropReason, Dropped, Node, Packet, PortId, Transmit};
 use crate::rand::Rng;
 use crate::time::{Bitrate, Duration, Instant};
 
@@ -55,6 +55,8 @@ pub struct Link {
     vj: Option<Vj>,
     /// Channel release after idle time, when configured (see [`super::channel`]).
     channel: Option<super::channel::Channel>,
+    /// Drops not yet reported through [`Node::poll_drop`].
+    drops: DropLog,
 }
 
 /// Header compression on the link: the compressor runs when a packet starts serialisation (as a
@@ -101,6 +103,7 @@ impl Link {
             delay_line: VecDeque::new(),
             queue_since: Instant::ZERO,
             stats: LinkStats::default(),
+            drops: DropLog::default(),
             channel: config.channel_release.map(super::channel::Channel::new),
             vj: match config.compression {
                 Compression::None => None,
@@ -233,6 +236,7 @@ impl Link {
             let wire_len = pkt.wire_len();
             if self.errors.is_corrupted(arrival, wire_len) {
                 self.stats.error_drops += 1;
+                self.drops.push(Dropped::of(&pkt, DropReason::LineError));
                 if let Some(vj) = &mut self.vj {
                     vj.decompressor.on_line_error();
                 }
@@ -242,6 +246,8 @@ impl Link {
                 .is_some_and(|vj| vj.decompressor.decompress_packet(&mut pkt).is_err())
             {
                 self.stats.compression_drops += 1;
+                self.drops
+                    .push(Dropped::of(&pkt, DropReason::Decompression));
             } else {
                 self.delay_line.push_back(InFlight {
                     due: t + self.delay,
@@ -300,8 +306,10 @@ impl Node for Link {
             enqueued_at: now,
         };
         self.account_queue(now);
-        if self.queue.enqueue(now, entry).is_err() {
+        if let Err(refused) = self.queue.enqueue(now, entry) {
             self.stats.queue_drops += 1;
+            self.drops
+                .push(Dropped::of(&refused.pkt, DropReason::QueueFull));
         }
         if self.serialising.is_none() {
             self.start_next(now);
@@ -338,6 +346,11 @@ impl Node for Link {
         let due = self.delay_line.front().map(|f| f.due);
         let setup = self.channel.as_ref().and_then(|c| c.ready_at());
         [finish, due, setup].into_iter().flatten().min()
+    }
+
+    #[inline]
+    fn poll_drop(&mut self) -> Option<Dropped> {
+        self.drops.pop()
     }
 }
 

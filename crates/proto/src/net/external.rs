@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
 use super::router::Router;
+use crate::node::{DropLog, DropReason, Dropped};
 use crate::{Instant, Node, Packet, PortId, Transmit};
 
 /// Most packets waiting for the driver to take them; beyond it arrivals are dropped and counted
@@ -34,6 +35,7 @@ pub struct ExternalHost {
     out: VecDeque<Transmit>,
     received: VecDeque<Packet>,
     stats: ExternalStats,
+    drops: DropLog,
 }
 
 impl ExternalHost {
@@ -45,6 +47,7 @@ impl ExternalHost {
             out: VecDeque::new(),
             received: VecDeque::new(),
             stats: ExternalStats::default(),
+            drops: DropLog::default(),
         }
     }
 
@@ -59,11 +62,13 @@ impl ExternalHost {
         let h = pkt.header();
         if h.len() < 20 || h[0] >> 4 != 4 {
             self.stats.unroutable += 1;
+            self.drops.push(Dropped::of(&pkt, DropReason::Malformed));
             return;
         }
         let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
         let Some(port) = self.routes.route_of(dst) else {
             self.stats.unroutable += 1;
+            self.drops.push(Dropped::of(&pkt, DropReason::NoRoute));
             return;
         };
         self.stats.sent += 1;
@@ -99,6 +104,7 @@ impl Node for ExternalHost {
         }
         if self.received.len() >= RECEIVED_MAX {
             self.stats.overflow += 1;
+            self.drops.push(Dropped::of(&pkt, DropReason::Overflow));
             return;
         }
         self.stats.received += 1;
@@ -115,6 +121,10 @@ impl Node for ExternalHost {
 
     fn poll_timeout(&self) -> Option<Instant> {
         None
+    }
+
+    fn poll_drop(&mut self) -> Option<Dropped> {
+        self.drops.pop().or_else(|| self.routes.poll_drop())
     }
 }
 
@@ -143,6 +153,10 @@ mod tests {
             .collect();
         assert_eq!(ports, vec![1]);
         assert_eq!(h.stats().unroutable, 2);
+        let reasons: Vec<DropReason> = std::iter::from_fn(|| h.poll_drop())
+            .map(|d| d.reason)
+            .collect();
+        assert_eq!(reasons, [DropReason::NoRoute, DropReason::Malformed]);
 
         h.handle_packet(Instant::ZERO, PortId(0), ipv4_to([10, 0, 0, 1], b"hello"));
         let got = h.poll_received().expect("delivered");

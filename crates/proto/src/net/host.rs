@@ -265,6 +265,10 @@ impl Node for Host {
     fn poll_timeout(&self) -> Option<Instant> {
         self.timers.first().map(|&(d, _)| d)
     }
+
+    fn poll_drop(&mut self) -> Option<crate::Dropped> {
+        self.router.poll_drop()
+    }
 }
 
 /// A multiply-fold hash over the key's integers: the lookup keys are a few bytes of addresses

@@ -4,6 +4,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::Ipv4Addr;
 
 use crate::middlebox::Middlebox;
+use crate::node::{DropLog, DropReason, Dropped};
 use crate::wire::checksum;
 use crate::{Instant, Node, Packet, PortId, Transmit};
 
@@ -30,6 +31,7 @@ pub struct Router {
     out: VecDeque<Transmit>,
     stats: RouterStats,
     middlebox: Option<Middlebox>,
+    drops: DropLog,
 }
 
 impl Router {
@@ -72,6 +74,7 @@ impl Router {
         let port = self.routes.get(&dst).copied();
         if port.is_none() {
             self.stats.no_route += 1;
+            self.drops.push(Dropped::of(pkt, DropReason::NoRoute));
         }
         port
     }
@@ -96,10 +99,12 @@ impl Node for Router {
         let h = pkt.header_mut();
         if h.len() < 20 || h[0] >> 4 != 4 {
             self.stats.malformed += 1;
+            self.drops.push(Dropped::of(&pkt, DropReason::Malformed));
             return;
         }
         if !decrement_ttl(h) {
             self.stats.ttl_expired += 1;
+            self.drops.push(Dropped::of(&pkt, DropReason::TtlExpired));
             return;
         }
         if let Some(mb) = self.middlebox.as_mut() {
@@ -127,6 +132,7 @@ impl Node for Router {
             let tx = self.middlebox.as_mut()?.poll_transmit(now)?;
             if tx.pkt.header().len() < 20 {
                 self.stats.malformed += 1;
+                self.drops.push(Dropped::of(&tx.pkt, DropReason::Malformed));
                 continue;
             }
             if let Some(port) = self.route(&tx.pkt) {
@@ -138,6 +144,10 @@ impl Node for Router {
 
     fn poll_timeout(&self) -> Option<Instant> {
         self.middlebox.as_ref().and_then(Node::poll_timeout)
+    }
+
+    fn poll_drop(&mut self) -> Option<Dropped> {
+        self.drops.pop()
     }
 }
 
@@ -175,5 +185,23 @@ mod tests {
         assert_eq!(tcp2, tcp);
         r.handle_packet(Instant::ZERO, PortId(0), Packet::new(&[0x45; 10], 0));
         assert_eq!(r.stats().malformed, 1);
+        let d = r.poll_drop().expect("reported");
+        assert_eq!((d.reason, d.wire_len), (DropReason::Malformed, 10));
+        let mut lost = Packet::build(0, |b| {
+            emit_ipv4_tcp(
+                &Ipv4Repr {
+                    dst: Ipv4Addr::new(9, 9, 9, 9),
+                    ..ip
+                },
+                &tcp,
+                b,
+            )
+        });
+        lost.id = 77;
+        r.handle_packet(Instant::ZERO, PortId(0), lost);
+        assert!(r.poll_transmit(Instant::ZERO).is_none());
+        let d = r.poll_drop().expect("reported");
+        assert_eq!((d.reason, d.id), (DropReason::NoRoute, 77));
+        assert!(r.poll_drop().is_none());
     }
 }
