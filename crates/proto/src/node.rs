@@ -217,18 +217,23 @@ struct Storage {
 /// The boxes themselves are what is recycled (handed back to packets as they are), so the
 /// list holds boxes, not arrays.
 #[allow(clippy::vec_box)]
-type Pool = std::cell::RefCell<Vec<Box<Storage>>>;
+#[derive(Default)]
+struct Pool {
+    free: Vec<Box<Storage>>,
+    /// Buffers now held by a packet (taken, not yet back).
+    live: usize,
+}
 
 thread_local! {
-    static POOL: Pool = const { std::cell::RefCell::new(Vec::new()) };
-    /// Packet buffers of this thread now held by a packet (taken from the pool, not yet back).
-    static LIVE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    static POOL: std::cell::RefCell<Pool> = const {
+        std::cell::RefCell::new(Pool { free: Vec::new(), live: 0 })
+    };
 }
 
 /// Packets alive on this thread: buffers taken and not yet dropped. A driver whose network has
 /// drained checks this is back to where it started, i.e. that no node kept (leaked) a packet.
 pub fn live_packets() -> usize {
-    LIVE.with(std::cell::Cell::get)
+    POOL.with(|p| p.borrow().live)
 }
 
 /// A packet's storage: a box taken from, and returned to, a per-thread free list. The list holds
@@ -241,20 +246,25 @@ impl Buf {
     /// A buffer with a zeroed header and an empty payload.
     #[inline]
     fn take() -> Self {
-        let buf = POOL.with(|p| p.borrow_mut().pop()).map_or_else(
-            || {
-                Box::new(Storage {
-                    hdr: [0u8; MAX_HEADER],
-                    payload: Vec::new(),
-                })
-            },
-            |mut b| {
-                b.hdr.fill(0);
-                b.payload.clear();
-                b
-            },
-        );
-        LIVE.with(|n| n.set(n.get() + 1));
+        let buf = POOL
+            .with(|p| {
+                let mut p = p.borrow_mut();
+                p.live += 1;
+                p.free.pop()
+            })
+            .map_or_else(
+                || {
+                    Box::new(Storage {
+                        hdr: [0u8; MAX_HEADER],
+                        payload: Vec::new(),
+                    })
+                },
+                |mut b| {
+                    b.hdr.fill(0);
+                    b.payload.clear();
+                    b
+                },
+            );
         Self(Some(buf))
     }
 }
@@ -291,16 +301,17 @@ impl Drop for Buf {
     #[inline]
     fn drop(&mut self) {
         if let Some(mut b) = self.0.take() {
-            let _ = LIVE.try_with(|n| n.set(n.get().saturating_sub(1)));
             // `try_with`: during thread teardown the pool may already be gone; then just free.
             let _ = POOL.try_with(|p| {
                 let mut p = p.borrow_mut();
-                if p.len() < POOL_MAX {
-                    if p.len() >= POOL_PAYLOAD_MAX || b.payload.capacity() > POOLED_PAYLOAD_CAPACITY
+                p.live = p.live.saturating_sub(1);
+                if p.free.len() < POOL_MAX {
+                    if p.free.len() >= POOL_PAYLOAD_MAX
+                        || b.payload.capacity() > POOLED_PAYLOAD_CAPACITY
                     {
                         b.payload = Vec::new();
                     }
-                    p.push(b);
+                    p.free.push(b);
                 }
             });
         }
@@ -388,10 +399,13 @@ impl Dropped {
 }
 
 /// Drops a node has not yet reported, bounded: a driver that never asks cannot make it grow
-/// past [`DropLog::CAPACITY`] (older records are then lost and counted).
+/// past [`DropLog::CAPACITY`] (older records are then lost and counted), plus a count per
+/// reason that is never lost. A driver that only counts reads [`DropLog::counts`] when it
+/// reports, and pays nothing per packet; one that traces drains [`Node::poll_drop`].
 #[derive(Clone, Debug, Default)]
 pub struct DropLog {
     records: std::collections::VecDeque<Dropped>,
+    counts: [u64; DropReason::ALL.len()],
     /// Records discarded because nobody drained the log.
     pub discarded: u64,
 }
@@ -401,13 +415,19 @@ impl DropLog {
     pub const CAPACITY: usize = 1024;
 
     /// Record a drop.
-    #[inline]
+    #[cold]
     pub fn push(&mut self, d: Dropped) {
+        self.counts[d.reason as usize] += 1;
         if self.records.len() >= Self::CAPACITY {
             self.records.pop_front();
             self.discarded += 1;
         }
         self.records.push_back(d);
+    }
+
+    /// Drops so far per reason, in [`DropReason::ALL`] order (drained or not).
+    pub fn counts(&self) -> [u64; DropReason::ALL.len()] {
+        self.counts
     }
 
     /// Oldest unreported drop.
@@ -436,6 +456,11 @@ pub trait Node {
     /// theirs; a mechanism that reports none keeps its own counters).
     fn poll_drop(&mut self) -> Option<Dropped> {
         None
+    }
+    /// Packets this node dropped so far, per reason in [`DropReason::ALL`] order, whether
+    /// drained through [`poll_drop`](Node::poll_drop) or not.
+    fn drop_counts(&self) -> [u64; DropReason::ALL.len()] {
+        [0; DropReason::ALL.len()]
     }
 }
 

@@ -76,6 +76,15 @@ impl Node for SimNode {
             Self::External(n) => n.poll_drop(),
         }
     }
+    fn drop_counts(&self) -> [u64; DropReason::ALL.len()] {
+        match self {
+            Self::Host(n) => n.drop_counts(),
+            Self::Router(n) => n.drop_counts(),
+            Self::Link(n) => n.drop_counts(),
+            Self::Dama(n) => n.drop_counts(),
+            Self::External(n) => n.drop_counts(),
+        }
+    }
 }
 
 /// Where a flow's two connections live.
@@ -175,8 +184,6 @@ pub struct Simulation {
     dama_nodes: Vec<NodeId>,
     /// For each scenario link: `Some((group, terminal))` when it is a DAMA return interface.
     dama_of_link: Vec<Option<(usize, usize)>>,
-    /// Packets the nodes reported dropped, per [`DropReason`] (in `DropReason::ALL` order).
-    drops: [u64; DropReason::ALL.len()],
     /// Last (latest RTT sample, SRTT) written to `rtt.csv` per flow.
     last_rtt: Vec<Option<(Duration, Duration)>>,
 }
@@ -363,7 +370,6 @@ impl Simulation {
             last_rtt: vec![None; n_flows],
             data_packets: 0,
             io_error: None,
-            drops: [0; DropReason::ALL.len()],
         }
     }
 
@@ -473,9 +479,15 @@ impl Simulation {
     /// Packets dropped so far by links, routers and hosts, per reason (reasons never seen left
     /// out), in [`DropReason::ALL`] order.
     pub fn drops(&self) -> Vec<(DropReason, u64)> {
+        let mut total = [0u64; DropReason::ALL.len()];
+        for n in &self.nodes {
+            for (t, c) in total.iter_mut().zip(n.drop_counts()) {
+                *t += c;
+            }
+        }
         DropReason::ALL
             .iter()
-            .zip(self.drops)
+            .zip(total)
             .filter(|&(_, n)| n > 0)
             .map(|(&r, n)| (r, n))
             .collect()
@@ -520,13 +532,9 @@ impl Simulation {
         mut observe: impl FnMut(NodeId, Option<PortId>, Instant),
     ) {
         while let Some(ev) = self.q.pop(end) {
-            match &ev {
-                Event::Deliver { to, port, .. } => observe(*to, Some(*port), self.q.now()),
-                Event::Wake { node } => observe(*node, None, self.q.now()),
-                Event::Tick(_) => {}
-            }
             let id = match ev {
                 Event::Deliver { to, port, pkt } => {
+                    observe(to, Some(port), self.q.now());
                     if pkt.payload_len > 0 && matches!(self.nodes[to], SimNode::Host(_)) {
                         self.data_packets += 1;
                     }
@@ -534,6 +542,7 @@ impl Simulation {
                     to
                 }
                 Event::Wake { node } => {
+                    observe(node, None, self.q.now());
                     self.nodes[node].handle_timeout(self.q.now());
                     node
                 }
@@ -584,9 +593,6 @@ impl Simulation {
                 wires[from].get(usize::from(port.0)).copied()
             },
         );
-        while let Some(d) = self.nodes[id].poll_drop() {
-            self.drops[d.reason as usize] += 1;
-        }
     }
 
     /// Append the DAMA superframe records and new RTT samples to `dama.csv` / `rtt.csv`.

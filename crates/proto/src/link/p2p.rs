@@ -352,6 +352,10 @@ impl Node for Link {
     fn poll_drop(&mut self) -> Option<Dropped> {
         self.drops.pop()
     }
+
+    fn drop_counts(&self) -> [u64; crate::DropReason::ALL.len()] {
+        self.drops.counts()
+    }
 }
 
 #[cfg(test)]

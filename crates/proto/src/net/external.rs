@@ -126,6 +126,14 @@ impl Node for ExternalHost {
     fn poll_drop(&mut self) -> Option<Dropped> {
         self.drops.pop().or_else(|| self.routes.poll_drop())
     }
+
+    fn drop_counts(&self) -> [u64; DropReason::ALL.len()] {
+        let (mut a, b) = (self.drops.counts(), self.routes.drop_counts());
+        for (x, y) in a.iter_mut().zip(b) {
+            *x += y;
+        }
+        a
+    }
 }
 
 #[cfg(test)]

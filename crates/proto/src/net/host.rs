@@ -269,6 +269,10 @@ impl Node for Host {
     fn poll_drop(&mut self) -> Option<crate::Dropped> {
         self.router.poll_drop()
     }
+
+    fn drop_counts(&self) -> [u64; crate::DropReason::ALL.len()] {
+        self.router.drop_counts()
+    }
 }
 
 /// A multiply-fold hash over the key's integers: the lookup keys are a few bytes of addresses
