@@ -119,28 +119,38 @@ impl Engine {
             return Ok(true);
         };
         // Everything due before the packet arrived happens first: time never goes backwards.
-        self.advance(now);
+        // Packets read in one pass share its `now`, so the clock moves once per pass; what
+        // they set off runs in `service`.
+        if now > self.sim.now() {
+            self.advance(now);
+        }
         self.sim.inject(node, pkt);
-        self.advance(now);
         Ok(true)
     }
 
     /// Run every event due by `now`, then hand what reached each host to `write(host node,
-    /// bytes)`, which returns `Ok(false)` when the host's device cannot take the packet now
-    /// (it is dropped and counted).
+    /// header, payload)` (the packet's two parts, for a gathering write), which returns
+    /// `Ok(false)` when the host's device cannot take the packet now (it is dropped and counted).
     pub fn service(
         &mut self,
         now: Instant,
-        mut write: impl FnMut(usize, &[u8]) -> io::Result<bool>,
+        mut write: impl FnMut(usize, &[u8], &[u8]) -> io::Result<bool>,
     ) -> io::Result<()> {
         self.advance(now);
         for &h in &self.hosts {
             while let Some(pkt) = self.sim.poll_received(h) {
-                self.wire.clear();
-                pkt.write_wire(&mut self.wire);
-                if write(h, &self.wire)? {
+                let ok = match pkt.payload() {
+                    Some(payload) => write(h, pkt.header(), payload)?,
+                    None => {
+                        // Virtual payload (a mechanism's own packet): its zeros, materialised.
+                        self.wire.clear();
+                        pkt.write_wire(&mut self.wire);
+                        write(h, &self.wire, &[])?
+                    }
+                };
+                if ok {
                     self.counters.tx_packets += 1;
-                    self.counters.tx_bytes += self.wire.len() as u64;
+                    self.counters.tx_bytes += pkt.wire_len();
                 } else {
                     self.counters.tx_dropped += 1;
                 }

@@ -215,11 +215,11 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
                 }
             }
         }
-        engine.service(now, |node, bytes| {
+        engine.service(now, |node, head, tail| {
             let Some(tun) = port_of[node].and_then(|p| spaces.list[p].tun.as_ref()) else {
                 return Ok(false);
             };
-            Ok(tun.write(bytes)?.is_some())
+            Ok(tun.write2(head, tail)?.is_some())
         })?;
 
         if client_due.is_some_and(|t| now >= t) {

@@ -168,6 +168,26 @@ impl Tun {
         would_block(n)
     }
 
+    /// Write one packet gathered from `head` and `tail` (header and payload, without joining
+    /// them first); `Ok(None)` when the device cannot take it now.
+    #[inline]
+    pub fn write2(&self, head: &[u8], tail: &[u8]) -> io::Result<Option<usize>> {
+        let iov = [
+            libc::iovec {
+                iov_base: head.as_ptr().cast_mut().cast(),
+                iov_len: head.len(),
+            },
+            libc::iovec {
+                iov_base: tail.as_ptr().cast_mut().cast(),
+                iov_len: tail.len(),
+            },
+        ];
+        // SAFETY: both iovecs describe live slices valid for reads of their lengths; writev
+        // only reads them.
+        let n = unsafe { libc::writev(self.fd.as_raw_fd(), iov.as_ptr(), 2) };
+        would_block(n)
+    }
+
     /// The descriptor, to register with [`Epoll`].
     pub fn raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()

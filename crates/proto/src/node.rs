@@ -202,7 +202,7 @@ const POOL_MAX: usize = 1 << 16;
 
 /// Buffers past this many in the free list give their payload capacity back to the allocator:
 /// at most this many × an MTU of payload memory stays reserved (≈12 MB at 1500 bytes).
-const POOL_PAYLOAD_MAX: usize = 1 << 13;
+const POOL_PAYLOAD_MAX: usize = 1 << 16;
 
 /// A payload vector that grew past this (a jumbo or a GSO-sized datagram) is not kept in the pool.
 const POOLED_PAYLOAD_CAPACITY: usize = 9 * 1024;

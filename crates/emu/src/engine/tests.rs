@@ -110,8 +110,8 @@ fn inject(e: &mut Engine, from: usize, at: Instant, pkt: &[u8]) {
 /// Service at `at`; returns (node, bytes) written to hosts.
 fn service(e: &mut Engine, at: Instant) -> Vec<(usize, Vec<u8>)> {
     let mut out = Vec::new();
-    e.service(at, |node, b| {
-        out.push((node, b.to_vec()));
+    e.service(at, |node, head, tail| {
+        out.push((node, [head, tail].concat()));
         Ok(true)
     })
     .unwrap();
@@ -182,6 +182,7 @@ fn queue_drops_release_their_buffers_and_later_packets_keep_their_bytes() {
         *p.last_mut().unwrap() = i; // tag the packet
         inject(&mut e, 0, ms(0), &p);
     }
+    assert!(service(&mut e, ms(0)).is_empty());
     assert_eq!(e.link_stats(0, ms(0)).0.queue_drops, 7);
     let mut got = Vec::new();
     while let Some(t) = e.poll_timeout() {
@@ -259,8 +260,8 @@ fn a_pass_through_middlebox_changes_neither_bytes_nor_timing() {
         .unwrap();
         let mut got: Vec<(Instant, Vec<u8>)> = Vec::new();
         while let Some(now) = e.poll_timeout() {
-            e.service(now, |_, bytes| {
-                got.push((now, bytes.to_vec()));
+            e.service(now, |_, head, tail| {
+                got.push((now, [head, tail].concat()));
                 Ok(true)
             })
             .unwrap();
