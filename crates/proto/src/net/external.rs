@@ -177,3 +177,29 @@ mod tests {
         assert_eq!((fwd.port.0, fwd.pkt.header()[8]), (1, 63));
     }
 }
+
+#[cfg(test)]
+mod bounds {
+    use super::*;
+
+    /// A driver that never takes arrivals cannot make the host hold more than `RECEIVED_MAX`:
+    /// the rest are dropped, counted and reported.
+    #[test]
+    fn undelivered_arrivals_are_bounded_and_counted() {
+        let mut h = ExternalHost::new(Ipv4Addr::new(10, 0, 0, 1));
+        let mut hdr = [0u8; 20];
+        hdr[0] = 0x45;
+        hdr[16..20].copy_from_slice(&[10, 0, 0, 1]);
+        for _ in 0..RECEIVED_MAX + 10 {
+            let p = Packet::try_with_payload(&hdr, &[1, 2, 3]).expect("fits");
+            h.handle_packet(Instant::ZERO, PortId(0), p);
+        }
+        assert_eq!(h.stats().received, RECEIVED_MAX as u64);
+        assert_eq!(h.stats().overflow, 10);
+        assert_eq!(h.drop_counts()[DropReason::Overflow as usize], 10);
+        assert_eq!(
+            std::iter::from_fn(|| h.poll_received()).count(),
+            RECEIVED_MAX
+        );
+    }
+}

@@ -144,7 +144,7 @@ pub struct SplitRelay {
 }
 
 /// Packet ids of middlebox-made packets start here, apart from hosts' ids.
-const ID_BASE: u64 = 1 << 60;
+pub(crate) const ID_BASE: u64 = 1 << 60;
 
 impl SplitRelay {
     /// A relay with no connections.
