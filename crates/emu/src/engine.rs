@@ -230,9 +230,10 @@ impl Engine {
     }
 }
 
-/// Bytes of IPv4 header plus transport header (TCP with options, UDP, ICMP), at most
-/// [`MAX_HEADER`] and at most the packet: what the link model sees as the header. `None` when
-/// the bytes are not an IPv4 header.
+/// Bytes of IPv4 header plus transport header (TCP with options, UDP, ICMP; for IP-in-IP, the
+/// outer header plus the inner datagram's headers), at most [`MAX_HEADER`] and at most the
+/// packet: what the link model and the mechanisms see as the header. `None` when the bytes are
+/// not an IPv4 header.
 fn header_len(b: &[u8]) -> Option<usize> {
     if b.len() < 20 || b[0] >> 4 != 4 {
         return None;
@@ -241,6 +242,8 @@ fn header_len(b: &[u8]) -> Option<usize> {
     let transport = match b.get(9) {
         Some(6) => b.get(ihl + 12).map_or(0, |&d| usize::from(d >> 4) * 4),
         Some(17 | 1) => 8,
+        // IP-in-IP (tunnels, compacted ACKs): the inner headers belong to the header too.
+        Some(4) => b.get(ihl..).and_then(header_len).unwrap_or(0),
         _ => 0,
     };
     Some((ihl.max(20) + transport).min(MAX_HEADER).min(b.len()))

@@ -46,6 +46,9 @@ pub struct EmuSummary {
     /// Packets still inside the emulated network when the run stopped (queued, in flight, held
     /// by a middlebox). On a path left idle, anything here was leaked.
     pub live_packets: u64,
+    /// Packets the network's links, routers, hosts and DAMA return links dropped, per reason
+    /// (`queue_full`, `line_error`, `no_route`, …; reasons never seen left out).
+    pub drops: std::collections::BTreeMap<String, u64>,
 }
 
 /// Release lateness of one link.

@@ -365,6 +365,12 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
         realtime,
         open_connections: engine.network().open_connections(),
         live_packets: engine.buffers_in_use() as u64,
+        drops: engine
+            .network()
+            .drops()
+            .into_iter()
+            .map(|(r, n)| (r.name().to_owned(), n))
+            .collect(),
     };
     engine.finish()?;
     summary.write_json(&opts.out)?;

@@ -82,6 +82,9 @@ pub(crate) struct Net<M: Node> {
     /// Real-bytes mode: the bytes B's application read, in order.
     pub b_data: Vec<u8>,
     manual_b: bool,
+    /// Move this many payload bytes of every real packet from A into its header before the
+    /// middlebox sees it (a header split that ends inside the payload).
+    pub resplit: usize,
 }
 
 pub(crate) const AM: usize = 0;
@@ -115,6 +118,7 @@ impl<M: Node> Net<M> {
             data: None,
             b_data: Vec::new(),
             manual_b: false,
+            resplit: 0,
         }
     }
 
@@ -204,7 +208,15 @@ impl<M: Node> Net<M> {
             self.closed = true;
         }
         while let Some(seg) = self.a.poll_transmit(self.now) {
-            let p = Self::emit(&self.a, &seg);
+            let mut p = Self::emit(&self.a, &seg);
+            if self.resplit > 0 && p.has_real_payload() {
+                let mut wire = Vec::new();
+                p.write_wire(&mut wire);
+                let at = (p.header_len() + self.resplit).min(wire.len());
+                if let Some(q) = Packet::from_wire(&wire, at) {
+                    p = q;
+                }
+            }
             self.put(AM, Dest::M(0), p);
         }
         while let Some(seg) = self.b.poll_transmit(self.now) {

@@ -240,6 +240,12 @@ fn header_length_covers_ip_and_transport_headers() {
     assert_eq!(header_len(&t), Some(52));
     assert_eq!(header_len(&t[..40]), Some(40), "never past the packet");
     assert_eq!(header_len(&[0x60; 40]), None, "not IPv4");
+    // IP-in-IP around that TCP packet: outer 20 + inner 52.
+    let mut ipip = vec![0u8; 20];
+    ipip[0] = 0x45;
+    ipip[9] = 4;
+    ipip.extend_from_slice(&t);
+    assert_eq!(header_len(&ipip), Some(72));
 }
 
 /// A router with a pass-through middlebox carries packets exactly as a plain router: same

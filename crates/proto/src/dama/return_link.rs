@@ -368,6 +368,13 @@ impl Node for DamaLink {
         })
     }
 
+    fn drop_counts(&self) -> [u64; crate::DropReason::ALL.len()] {
+        let mut c = [0; crate::DropReason::ALL.len()];
+        c[crate::DropReason::QueueFull as usize] =
+            self.link_stats.iter().map(|s| s.queue_drops).sum();
+        c
+    }
+
     fn poll_timeout(&self) -> Option<Instant> {
         let sf = self.frame.superframe_start(self.next_sf);
         let slot = self.slots[self.cursor.min(self.slots.len())..]

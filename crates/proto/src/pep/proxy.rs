@@ -108,6 +108,8 @@ pub struct SplitStats {
     pub max_buffer_bytes: u64,
     /// Largest buffer of one flow and direction seen.
     pub max_flow_buffer_bytes: u64,
+    /// Real-bytes segments not sent because the relay did not hold their bytes (a bug if not 0).
+    pub unsendable: u64,
 }
 
 /// A snapshot of one split connection (for time series: Karaliopoulos et al.'s Fig. 4).
@@ -191,6 +193,7 @@ impl SplitRelay {
         key: FlowKey,
         syn: &crate::wire::TcpRepr,
         real_bytes: bool,
+        syn_payload: Option<&[u8]>,
     ) -> bool {
         if !self.config.ports.is_empty() && !self.config.ports.contains(&key.1 .1) {
             return false;
@@ -212,7 +215,7 @@ impl SplitRelay {
         let accept = TcpEndpoint::new(ca, key.1, key.0, self.iss);
         let connect = TcpEndpoint::new(cc, key.0, key.1, self.iss.rotate_left(16));
         let deadline = now + self.config.connect_timeout;
-        let flow = SplitFlow::new(now, syn, accept, connect, deadline, real_bytes);
+        let flow = SplitFlow::new(now, syn, accept, connect, deadline, real_bytes, syn_payload);
         self.flows.insert(key, flow);
         self.stats.flows_split += 1;
         true
@@ -232,7 +235,8 @@ impl SplitRelay {
 
     fn update_buffer_stats(&mut self) {
         let mut total = 0;
-        for f in self.flows.values() {
+        for f in self.flows.values_mut() {
+            self.stats.unsendable += std::mem::take(&mut f.unsendable);
             let b = f.buffered();
             self.stats.max_flow_buffer_bytes = self.stats.max_flow_buffer_bytes.max(b[0]).max(b[1]);
             total += b[0] + b[1];
@@ -249,6 +253,18 @@ impl Node for SplitRelay {
             self.out.push(pkt);
             return;
         };
+        // Header bytes past the TCP header are payload too (`parse_packet` counts them): give the
+        // endpoint the whole segment's bytes.
+        let joined;
+        let payload = match pkt.payload() {
+            Some(p) if p.len() != seg.payload_len as usize => {
+                let tail = (seg.payload_len as usize).saturating_sub(p.len());
+                let tail_at = pkt.header_len().saturating_sub(tail);
+                joined = [pkt.header().get(tail_at..).unwrap_or(&[]), p].concat();
+                Some(&joined[..])
+            }
+            p => p,
+        };
         let (src, dst) = ((ip.src, seg.src_port), (ip.dst, seg.dst_port));
         let (key, side) = if self.flows.contains_key(&(src, dst)) {
             ((src, dst), Side::Accept)
@@ -256,7 +272,7 @@ impl Node for SplitRelay {
             ((dst, src), Side::Connect)
         } else if seg.flags.contains(TcpFlags::SYN)
             && seg.ack.is_none()
-            && self.open(now, (src, dst), &seg, pkt.has_real_payload())
+            && self.open(now, (src, dst), &seg, pkt.has_real_payload(), payload)
         {
             // The SYN went to the new accept half in `open`.
             let mut out = std::mem::take(&mut self.out);
@@ -273,7 +289,7 @@ impl Node for SplitRelay {
         };
         let mut out = std::mem::take(&mut self.out);
         if let Some(f) = self.flows.get_mut(&key) {
-            f.handle_segment(now, side, &seg, pkt.payload(), &mut out);
+            f.handle_segment(now, side, &seg, payload, &mut out);
         }
         self.out = out;
         self.update_buffer_stats();

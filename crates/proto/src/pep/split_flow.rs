@@ -44,7 +44,9 @@ impl Half {
         }
     }
 
-    fn packet(&mut self, seg: &TcpRepr) -> Packet {
+    /// The packet for `seg`; `None` only if a real-bytes segment's bytes are missing (a bug of
+    /// ours, counted by the caller).
+    fn packet(&mut self, seg: &TcpRepr) -> Option<Packet> {
         let end = seg.seq + seg.segment_len();
         self.snd_edge = Some(self.snd_edge.map_or(end, |e| e.max(end)));
         if seg.ack.is_some() {
@@ -60,19 +62,19 @@ impl Half {
             payload_len: 0,
         };
         self.ident = self.ident.wrapping_add(1);
-        if self.ep.carries_bytes() {
+        if self.ep.carries_bytes() && seg.payload_len > 0 {
             let ep = &self.ep;
-            // NOTE: `copy_payload` holds every byte of a segment `poll_transmit` just returned
-            // (the send ring keeps all unacknowledged data), so `None` would be a bug of ours;
-            // send the header with virtual payload rather than nothing, and let the receiver's
-            // checksum refuse it.
-            if let Some(p) = emit_tcp_packet(&ip, seg, |v| {
+            // `copy_payload` holds every byte of a segment `poll_transmit` just returned (the
+            // send ring keeps all unacknowledged data); were it ever to fail, the segment is
+            // not sent (its retransmission will be) rather than sent with zeros a checksum
+            // computed over zeros would let through.
+            return emit_tcp_packet(&ip, seg, |v| {
                 ep.copy_payload(seg, v);
-            }) {
-                return p;
-            }
+            });
         }
-        Packet::build(seg.payload_len, |buf| emit_ipv4_tcp(&ip, seg, buf))
+        Some(Packet::build(seg.payload_len, |buf| {
+            emit_ipv4_tcp(&ip, seg, buf)
+        }))
     }
 
     /// A RST toward this half's peer, at the edge of what we sent (RFC 9293 §3.10.7.3: a RST is
@@ -87,7 +89,7 @@ impl Half {
             flags: TcpFlags::RST,
             ..TcpRepr::default()
         };
-        Some(self.packet(&seg))
+        self.packet(&seg)
     }
 }
 
@@ -111,9 +113,16 @@ pub(crate) struct SplitFlow {
     /// The connect half must be established by then, or the flow is aborted.
     pub(crate) connect_deadline: Instant,
     pub(crate) aborted: bool,
-    /// Bytes on their way from one half to the other (real-bytes flows only).
+    /// Bytes on their way from one half to the other (real-bytes flows only; at most
+    /// [`RELAY_CHUNK`] bytes).
     scratch: Vec<u8>,
+    /// Real-bytes segments not sent because their bytes were missing (must stay 0).
+    pub(crate) unsendable: u64,
 }
+
+/// Real bytes move between the halves in pieces of at most this many bytes, so the copy buffer
+/// stays small whatever the windows.
+const RELAY_CHUNK: usize = 64 * 1024;
 
 impl SplitFlow {
     /// A flow for an opener's SYN `syn` from `opener` to `listener`: the accept half answers it
@@ -126,6 +135,7 @@ impl SplitFlow {
         mut connect: TcpEndpoint,
         connect_deadline: Instant,
         real_bytes: bool,
+        syn_payload: Option<&[u8]>,
     ) -> Self {
         accept.set_manual_read();
         connect.set_manual_read();
@@ -134,7 +144,8 @@ impl SplitFlow {
             connect.carry_bytes();
         }
         accept.listen();
-        accept.handle_segment(now, syn);
+        // A SYN may carry data (TCP Fast Open): with real bytes, it goes in with them.
+        accept.handle_segment_with_payload(now, syn, syn_payload);
         connect.connect(now);
         Self {
             accept: Half::new(accept),
@@ -144,6 +155,7 @@ impl SplitFlow {
             connect_deadline,
             aborted: false,
             scratch: Vec::new(),
+            unsendable: 0,
         }
     }
 
@@ -250,7 +262,10 @@ impl SplitFlow {
         }
         for h in [&mut self.accept, &mut self.connect] {
             while let Some(seg) = h.ep.poll_transmit(now) {
-                out.push(h.packet(&seg));
+                match h.packet(&seg) {
+                    Some(p) => out.push(p),
+                    None => self.unsendable += 1,
+                }
             }
         }
     }
@@ -289,11 +304,19 @@ fn relay(
     let avail = from.bytes_received() - *fed;
     if avail > 0 && from.carries_bytes() {
         // The same count as below, with the bytes: those past what was already fed, copied
-        // (not read) from `from`'s receive buffer into `to`'s send buffer.
-        let n = usize::try_from(avail.min(to.send_space())).unwrap_or(usize::MAX);
-        scratch.clear();
-        let got = from.peek_bytes(*fed, n, scratch);
-        *fed += to.send_bytes(now, &scratch[..got]) as u64;
+        // (not read) from `from`'s receive buffer into `to`'s send buffer, a chunk at a time.
+        let mut left = avail.min(to.send_space());
+        while left > 0 {
+            let n = usize::try_from(left).unwrap_or(usize::MAX).min(RELAY_CHUNK);
+            scratch.clear();
+            let got = from.peek_bytes(*fed, n, scratch);
+            let sent = to.send_bytes(now, &scratch[..got]);
+            *fed += sent as u64;
+            left = left.saturating_sub(sent as u64);
+            if sent == 0 || sent < n {
+                break;
+            }
+        }
     } else if avail > 0 {
         *fed += to.send(now, avail);
     }

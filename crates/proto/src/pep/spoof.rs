@@ -396,6 +396,12 @@ impl SpoofGateway {
             self.spoofed_ack(&key);
             return;
         }
+        if fin && c.queue.iter().any(|q| q.len > q.payload) {
+            // One FIN per connection: another at a different sequence number is forged or
+            // broken and would let the queue grow without counting against the buffer.
+            self.stats.buffer_full_drops += 1;
+            return;
+        }
         if c.queued_bytes + u64::from(seg.payload_len) > buffer {
             self.stats.buffer_full_drops += 1;
             self.spoofed_ack(&key);

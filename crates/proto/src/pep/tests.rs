@@ -86,6 +86,25 @@ fn split_relay_carries_real_bytes_exactly_under_satellite_loss() {
     }
 }
 
+/// A packet whose header bytes run into the payload (3 payload bytes in the header: an odd
+/// split) still relays its bytes exactly: the relay gives the endpoint the whole segment.
+#[test]
+fn split_relay_takes_payload_bytes_that_sit_in_the_header() {
+    let mut net = Net::new(
+        relay(200_000),
+        tcp(1000),
+        tcp(1000),
+        geo(10_000_000, 2_000_000),
+        100_000,
+    )
+    .with_real_bytes(3);
+    net.resplit = 3;
+    net.run_until(Instant::ZERO + Duration::from_secs(60));
+    assert_eq!(net.b_data.len(), 100_000);
+    assert!(net.b_data == net.sent_data());
+    assert_eq!(net.m.stats().unsendable, 0);
+}
+
 /// Real and virtual flows make the same relay decisions: the same segments reach B at the same
 /// instants whether payload is bytes or a length (the simulator's results are the emulator's).
 #[test]

@@ -321,6 +321,8 @@ impl SuperCharger {
             }
             if let Some(r) = tcp.window_scale {
                 if rewrite_wscale(&mut pkt, virtual_wscale.max(r)) {
+                    // A SYN may carry data (TCP Fast Open): the rewrite summed the header only.
+                    crate::wire::add_payload_to_tcp_checksum(&mut pkt);
                     self.stats.wscale_rewritten += 1;
                 }
             }
@@ -335,6 +337,7 @@ impl SuperCharger {
                 flow.rcv_shift = r;
                 flow.virt_shift = virtual_wscale.max(r);
                 if rewrite_wscale(&mut pkt, flow.virt_shift) {
+                    crate::wire::add_payload_to_tcp_checksum(&mut pkt);
                     self.stats.wscale_rewritten += 1;
                 }
             }
