@@ -9,7 +9,7 @@ use std::net::Ipv4Addr;
 use crate::rand::Rng;
 use crate::tcp::{TcpConfig, TcpEndpoint};
 use crate::time::{Bitrate, Duration, Instant};
-use crate::wire::{emit_ipv4_tcp, parse_packet, Ipv4Repr, TcpRepr, IPPROTO_TCP};
+use crate::wire::{emit_ipv4_tcp, parse_packet, Ipv4Repr, TcpRepr};
 use crate::{Node, Packet, PortId};
 
 pub(crate) const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -175,15 +175,7 @@ impl<M: Node> Net<M> {
     }
 
     fn emit(ep: &TcpEndpoint, seg: &TcpRepr) -> Packet {
-        let ip = Ipv4Repr {
-            src: ep.local().0,
-            dst: ep.remote().0,
-            protocol: IPPROTO_TCP,
-            ttl: 64,
-            ident: 0,
-            dscp_ecn: 0,
-            payload_len: 0,
-        };
+        let ip = Ipv4Repr::tcp(ep.local().0, ep.remote().0, 0);
         if ep.carries_bytes() {
             return crate::wire::emit_tcp_packet(&ip, seg, |v| {
                 assert!(

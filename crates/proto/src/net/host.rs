@@ -5,7 +5,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::net::Ipv4Addr;
 
 use crate::tcp::TcpEndpoint;
-use crate::wire::{emit_ipv4_tcp, parse_packet, Ipv4Repr, IPPROTO_TCP};
+use crate::wire::{emit_ipv4_tcp, parse_packet, Ipv4Repr};
 use crate::{Instant, Node, Packet, PortId, Transmit};
 
 use super::apps::App;
@@ -240,15 +240,7 @@ impl Node for Host {
                     self.stats.no_route += 1;
                     continue;
                 };
-                let ip = Ipv4Repr {
-                    src: self.addr,
-                    dst: raddr,
-                    protocol: IPPROTO_TCP,
-                    ttl: 64,
-                    ident: self.ident,
-                    dscp_ecn: 0,
-                    payload_len: 0,
-                };
+                let ip = Ipv4Repr::tcp(self.addr, raddr, self.ident);
                 self.ident = self.ident.wrapping_add(1);
                 let mut pkt = Packet::build(seg.payload_len, |buf| emit_ipv4_tcp(&ip, &seg, buf));
                 pkt.id = self.next_packet_id;

@@ -18,9 +18,7 @@ use std::net::Ipv4Addr;
 
 use crate::tcp::{State, TcpEndpoint};
 use crate::time::Instant;
-use crate::wire::{
-    emit_ipv4_tcp, emit_tcp_packet, Ipv4Repr, SeqNumber, TcpFlags, TcpRepr, IPPROTO_TCP,
-};
+use crate::wire::{emit_ipv4_tcp, emit_tcp_packet, Ipv4Repr, SeqNumber, TcpFlags, TcpRepr};
 use crate::Packet;
 
 /// One half of a split connection, with what is needed to reset its peer.
@@ -52,15 +50,7 @@ impl Half {
         if seg.ack.is_some() {
             self.last_ack = seg.ack;
         }
-        let ip = Ipv4Repr {
-            src: self.ep.local().0,
-            dst: self.ep.remote().0,
-            protocol: IPPROTO_TCP,
-            ttl: 64,
-            ident: self.ident,
-            dscp_ecn: 0,
-            payload_len: 0,
-        };
+        let ip = Ipv4Repr::tcp(self.ep.local().0, self.ep.remote().0, self.ident);
         self.ident = self.ident.wrapping_add(1);
         if self.ep.carries_bytes() && seg.payload_len > 0 {
             let ep = &self.ep;

@@ -37,9 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::tcp::RttEstimator;
 use crate::time::{Duration, Instant};
 use crate::units::ByteSize;
-use crate::wire::{
-    emit_ipv4_tcp, parse_packet, Ipv4Repr, SeqNumber, TcpFlags, TcpRepr, IPPROTO_TCP,
-};
+use crate::wire::{emit_ipv4_tcp, parse_packet, Ipv4Repr, SeqNumber, TcpFlags, TcpRepr};
 use crate::{Node, Packet, PortId, Transmit};
 
 /// Settings (`middlebox = { kind = "spoof", … }`).
@@ -271,15 +269,7 @@ impl SpoofGateway {
         } else {
             (key.1, key.0)
         };
-        let ip = Ipv4Repr {
-            src: src.0,
-            dst: dst.0,
-            protocol: IPPROTO_TCP,
-            ttl: 64,
-            ident: 0,
-            dscp_ecn: 0,
-            payload_len: 0,
-        };
+        let ip = Ipv4Repr::tcp(src.0, dst.0, 0);
         let seg = TcpRepr {
             src_port: src.1,
             dst_port: dst.1,

@@ -511,15 +511,7 @@ fn real_payload_for_a_closed_connection_passes_through_counted() {
         "the flow finished and was removed"
     );
     let before = net.m.stats().passed_through;
-    let ip = Ipv4Repr {
-        src: A,
-        dst: B,
-        protocol: IPPROTO_TCP,
-        ttl: 64,
-        ident: 0,
-        dscp_ecn: 0,
-        payload_len: 0,
-    };
+    let ip = Ipv4Repr::tcp(A, B, 0);
     let seg = TcpRepr {
         src_port: 40000,
         dst_port: 80,

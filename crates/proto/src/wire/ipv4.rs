@@ -54,6 +54,20 @@ pub struct Ipv4Repr {
 }
 
 impl Ipv4Repr {
+    /// The header of a TCP segment from `src` to `dst` as satpep's own TCP senders build it:
+    /// TTL 64, no DSCP/ECN, identification `ident` (the length follows from the segment).
+    pub fn tcp(src: Ipv4Addr, dst: Ipv4Addr, ident: u16) -> Self {
+        Self {
+            src,
+            dst,
+            protocol: super::IPPROTO_TCP,
+            ttl: 64,
+            ident,
+            dscp_ecn: 0,
+            payload_len: 0,
+        }
+    }
+
     /// Write the 20-byte header (DF set, checksum filled) with `protocol` and a total length of
     /// `total_len` (which the caller has checked fits in 16 bits).
     pub(super) fn emit_header(&self, protocol: u8, total_len: u16, buf: &mut [u8]) {
