@@ -1,10 +1,11 @@
 //! Test harness: opener `A` — middlebox `M` — listener `B`, two duplex links, every packet
-//! through the real wire format. `A` writes `total` bytes and closes; `B` reads at once. Shared
+//! through the real wire format and the real [`Link`] model (rate, delay), with the tests' own
+//! fault injection (drop the n-th data packet, random loss, a cut) in front of each link. `A` writes `total` bytes and closes; `B` reads at once. Shared
 //! by the tests of the middleboxes (split relay, spoofing gateway, Snoop, delayed dupACKs).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::net::Ipv4Addr;
+
+use crate::link::{Link, LinkConfig, QueueConfig};
 
 use crate::rand::Rng;
 use crate::tcp::{TcpConfig, TcpEndpoint};
@@ -24,12 +25,14 @@ pub(crate) enum Dest {
     M(u16),
 }
 
-/// One direction of a link.
+/// One direction of a link: the tests' fault injection, then the link model itself.
 #[derive(Clone, Debug)]
 pub(crate) struct Hop {
     pub delay: Duration,
+    /// `None`: no serialisation time (an infinite rate).
     pub rate: Option<Bitrate>,
-    busy_until: Instant,
+    /// Built from `delay` and `rate` when the net starts.
+    link: Option<Link>,
     /// Drop the n-th data packet (1-based) crossing this hop.
     pub drop_data: Vec<u64>,
     /// Drop every packet (any kind) with this probability.
@@ -45,7 +48,7 @@ impl Hop {
         Self {
             delay: Duration::from_millis(delay_ms),
             rate,
-            busy_until: Instant::ZERO,
+            link: None,
             drop_data: Vec::new(),
             per: 0.0,
             cut: false,
@@ -68,9 +71,6 @@ pub(crate) struct Net<M: Node> {
     written: u64,
     closed: bool,
     rng: Rng,
-    seq: u64,
-    queue: BinaryHeap<Reverse<(Instant, u64, Dest, usize)>>,
-    slots: Vec<Option<Packet>>,
     /// Every segment A received: (time, segment).
     pub a_rx: Vec<(Instant, TcpRepr)>,
     /// Every segment B received.
@@ -87,13 +87,29 @@ pub(crate) struct Net<M: Node> {
     pub resplit: usize,
 }
 
+/// Where each hop delivers: A→M at M's port 0, M→B at B, B→M at M's port 1, M→A at A.
+const HOP_DEST: [Dest; 4] = [Dest::M(0), Dest::B, Dest::M(1), Dest::A];
+
 pub(crate) const AM: usize = 0;
 pub(crate) const MB: usize = 1;
 pub(crate) const BM: usize = 2;
 pub(crate) const MA: usize = 3;
 
 impl<M: Node> Net<M> {
-    pub fn new(m: M, ca: TcpConfig, cb: TcpConfig, hops: [Hop; 4], total: u64) -> Self {
+    pub fn new(m: M, ca: TcpConfig, cb: TcpConfig, mut hops: [Hop; 4], total: u64) -> Self {
+        for h in &mut hops {
+            let config = LinkConfig {
+                // No rate: a packet takes no time to send (1 ns at this rate).
+                rate: h.rate.unwrap_or(Bitrate(u64::MAX)),
+                delay: h.delay,
+                queue: QueueConfig {
+                    limit_packets: Some(u32::MAX),
+                    ..QueueConfig::default()
+                },
+                ..LinkConfig::default()
+            };
+            h.link = Some(Link::new(&config, Rng::new(1, 1)));
+        }
         let mut a = TcpEndpoint::new(ca, (A, 40000), (B, 80), 1000);
         let mut b = TcpEndpoint::new(cb, (B, 80), (A, 40000), 9000);
         b.listen();
@@ -109,9 +125,6 @@ impl<M: Node> Net<M> {
             written: 0,
             closed: false,
             rng: Rng::new(7, 7),
-            seq: 0,
-            queue: BinaryHeap::new(),
-            slots: Vec::new(),
             a_rx: Vec::new(),
             b_rx: Vec::new(),
             m_to_b: Vec::new(),
@@ -146,7 +159,7 @@ impl<M: Node> Net<M> {
         self.data.as_deref().unwrap_or(&[])
     }
 
-    fn put(&mut self, hop: usize, to: Dest, pkt: Packet) {
+    fn put(&mut self, hop: usize, pkt: Packet) {
         let h = &mut self.hops[hop];
         if pkt.payload_len > 0 {
             h.data_seen += 1;
@@ -159,19 +172,9 @@ impl<M: Node> Net<M> {
             h.dropped += 1;
             return;
         }
-        let depart = match h.rate {
-            Some(r) => {
-                let start = h.busy_until.max(self.now);
-                h.busy_until = start + r.tx_time(pkt.wire_len());
-                h.busy_until
-            }
-            None => self.now,
-        };
-        let at = depart + h.delay;
-        self.slots.push(Some(pkt));
-        self.queue
-            .push(Reverse((at, self.seq, to, self.slots.len() - 1)));
-        self.seq += 1;
+        if let Some(link) = h.link.as_mut() {
+            link.handle_packet(self.now, PortId(0), pkt);
+        }
     }
 
     fn emit(ep: &TcpEndpoint, seg: &TcpRepr) -> Packet {
@@ -209,11 +212,11 @@ impl<M: Node> Net<M> {
                     p = q;
                 }
             }
-            self.put(AM, Dest::M(0), p);
+            self.put(AM, p);
         }
         while let Some(seg) = self.b.poll_transmit(self.now) {
             let p = Self::emit(&self.b, &seg);
-            self.put(BM, Dest::M(1), p);
+            self.put(BM, p);
         }
         while let Some(tx) = self.m.poll_transmit(self.now) {
             let h = tx.pkt.header();
@@ -222,9 +225,9 @@ impl<M: Node> Net<M> {
                 if let Ok((_, seg)) = parse_packet(&tx.pkt) {
                     self.m_to_b.push((self.now, seg));
                 }
-                self.put(MB, Dest::B, tx.pkt);
+                self.put(MB, tx.pkt);
             } else {
-                self.put(MA, Dest::A, tx.pkt);
+                self.put(MA, tx.pkt);
             }
         }
     }
@@ -233,7 +236,11 @@ impl<M: Node> Net<M> {
     pub fn run_until(&mut self, end: Instant) {
         self.drain();
         loop {
-            let next_pkt = self.queue.peek().map(|Reverse((t, ..))| *t);
+            let next_pkt = self
+                .hops
+                .iter()
+                .filter_map(|h| h.link.as_ref().and_then(Node::poll_timeout))
+                .min();
             let next_timer = [
                 self.a.poll_timeout(),
                 self.b.poll_timeout(),
@@ -251,31 +258,20 @@ impl<M: Node> Net<M> {
             }
             self.now = self.now.max(next);
             if next_pkt == Some(next) {
-                let Some(Reverse((_, _, to, slot))) = self.queue.pop() else {
-                    return;
-                };
-                let Some(pkt) = self.slots[slot].take() else {
-                    continue;
-                };
-                match to {
-                    Dest::M(port) => self.m.handle_packet(self.now, PortId(port), pkt),
-                    Dest::A | Dest::B => {
-                        let (_, seg) =
-                            parse_packet(&pkt).expect("every packet in the test net parses");
-                        if to == Dest::A {
-                            self.a_rx.push((self.now, seg));
-                            self.a
-                                .handle_segment_with_payload(self.now, &seg, pkt.payload());
-                        } else {
-                            self.b_rx.push((self.now, seg));
-                            self.b
-                                .handle_segment_with_payload(self.now, &seg, pkt.payload());
-                            if self.data.is_some() {
-                                self.b.read_bytes(self.now, &mut self.b_data, usize::MAX);
-                            } else if self.manual_b {
-                                self.b.read_to(self.now, self.b.bytes_received());
-                            }
-                        }
+                for (hop, dest) in HOP_DEST.into_iter().enumerate() {
+                    let Some(link) = self.hops[hop].link.as_mut() else {
+                        continue;
+                    };
+                    if link.poll_timeout().is_none_or(|t| t > self.now) {
+                        continue;
+                    }
+                    link.handle_timeout(self.now);
+                    while let Some(tx) = self.hops[hop]
+                        .link
+                        .as_mut()
+                        .and_then(|l| l.poll_transmit(self.now))
+                    {
+                        self.deliver(dest, tx.pkt);
                     }
                 }
             } else {
@@ -284,6 +280,29 @@ impl<M: Node> Net<M> {
                 self.m.handle_timeout(self.now);
             }
             self.drain();
+        }
+    }
+
+    fn deliver(&mut self, to: Dest, pkt: Packet) {
+        match to {
+            Dest::M(port) => self.m.handle_packet(self.now, PortId(port), pkt),
+            Dest::A | Dest::B => {
+                let (_, seg) = parse_packet(&pkt).expect("every packet in the test net parses");
+                if to == Dest::A {
+                    self.a_rx.push((self.now, seg));
+                    self.a
+                        .handle_segment_with_payload(self.now, &seg, pkt.payload());
+                } else {
+                    self.b_rx.push((self.now, seg));
+                    self.b
+                        .handle_segment_with_payload(self.now, &seg, pkt.payload());
+                    if self.data.is_some() {
+                        self.b.read_bytes(self.now, &mut self.b_data, usize::MAX);
+                    } else if self.manual_b {
+                        self.b.read_to(self.now, self.b.bytes_received());
+                    }
+                }
+            }
         }
     }
 }
