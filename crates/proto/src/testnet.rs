@@ -99,8 +99,8 @@ impl<M: Node> Net<M> {
     pub fn new(m: M, ca: TcpConfig, cb: TcpConfig, mut hops: [Hop; 4], total: u64) -> Self {
         for h in &mut hops {
             let config = LinkConfig {
-                // No rate: a packet takes no time to send (1 ns at this rate).
-                rate: h.rate.unwrap_or(Bitrate(u64::MAX)),
+                // No rate: a packet takes no time to send.
+                rate: h.rate.unwrap_or(Bitrate::INFINITE),
                 delay: h.delay,
                 queue: QueueConfig {
                     limit_packets: Some(u32::MAX),
@@ -272,6 +272,7 @@ impl<M: Node> Net<M> {
                         .and_then(|l| l.poll_transmit(self.now))
                     {
                         self.deliver(dest, tx.pkt);
+                        self.drain();
                     }
                 }
             } else {

@@ -81,6 +81,9 @@ impl Duration {
 }
 
 impl Bitrate {
+    /// No serialisation time at all (`tx_time` is zero): a link that only delays.
+    pub const INFINITE: Self = Self(u64::MAX);
+
     /// From bits per second.
     pub const fn from_bps(bps: u64) -> Self {
         Self(bps)
@@ -94,6 +97,9 @@ impl Bitrate {
     pub fn tx_time(self, bytes: u64) -> Duration {
         if self.0 == 0 {
             return Duration::MAX;
+        }
+        if self == Self::INFINITE {
+            return Duration::ZERO;
         }
         let bits = u128::from(bytes) * 8 * 1_000_000_000;
         let ns = bits.div_ceil(u128::from(self.0));
