@@ -1185,8 +1185,12 @@ impl TcpEndpoint {
         self.rtx_now = None;
         self.rtt_timing = None;
         self.rtt.on_backoff();
-        // Go back N: resend from the first unacknowledged byte (skipping SACKed ranges).
+        // Go back N: resend from the first unacknowledged byte (skipping SACKed ranges). The
+        // head goes out whole whatever the window, as Linux's `tcp_retransmit_skb` lets the
+        // head through: held back by sender SWS avoidance behind a window smaller than a
+        // segment, and with the peer's window update lost, neither end would ever send again.
         self.snd_nxt = self.snd_una;
+        self.rtx_now = Some(self.snd_una);
         self.set_timer(Timer::Rto, now + self.rtt.rto());
     }
 
