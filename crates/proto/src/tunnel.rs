@@ -14,7 +14,6 @@ use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::node::MAX_HEADER;
 use crate::wire::{checksum, ipip, IPPROTO_IPIP, IPPROTO_TCP};
 use crate::{Instant, Node, Packet, PortId, Transmit};
 
@@ -112,9 +111,7 @@ fn encapsulate(
     let Ok(total) = u16::try_from(pkt.wire_len() + OUTER as u64) else {
         return Err(pkt);
     };
-    if pkt.header_len() + OUTER > MAX_HEADER {
-        return Err(pkt);
-    }
+    // (`prepend_header` refuses a header that would not fit in `MAX_HEADER`.)
     let tos = pkt.header().get(1).copied().unwrap_or(0);
     let mut outer = [0u8; OUTER];
     ipip::write_outer_header(&mut outer, total, tos, ident, src, dst);
@@ -195,6 +192,7 @@ impl Node for Tunnel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::node::MAX_HEADER;
     use crate::wire::{emit_ipv4_tcp, parse_ipv4_tcp, Ipv4Repr, TcpRepr};
 
     fn tcp_packet(sport: u16, dport: u16, payload: u32) -> Packet {
@@ -290,5 +288,57 @@ mod tests {
         let back = drain(&mut b);
         assert_eq!(back[0].header(), p.header());
         assert_eq!(back[0].payload_len, 1460);
+    }
+
+    /// Real payload bytes come out of the tunnel as they went in; a header with no room for the
+    /// outer one goes on unencapsulated and counted; packets for the tunnel's address that are
+    /// not IP-in-IP, and IP-in-IP packets for someone else, are forwarded untouched.
+    #[test]
+    fn real_bytes_cross_and_what_is_not_ours_passes() {
+        let (x, y) = (Ipv4Addr::new(1, 1, 1, 1), Ipv4Addr::new(2, 2, 2, 2));
+        let cfg = |local, remote| TunnelConfig {
+            local,
+            remote,
+            arrival_port: Some(0),
+            ports: vec![],
+        };
+        let (mut a, mut b) = (Tunnel::new(cfg(x, y)), Tunnel::new(cfg(y, x)));
+        let seg = TcpRepr {
+            src_port: 5,
+            dst_port: 6,
+            payload_len: 15,
+            ..TcpRepr::default()
+        };
+        let ip = Ipv4Repr::tcp(Ipv4Addr::new(10, 0, 3, 1), Ipv4Addr::new(10, 0, 0, 1), 9);
+        let p =
+            crate::wire::emit_tcp_packet(&ip, &seg, |v| v.extend_from_slice(b"satellite bytes"))
+                .expect("length");
+        a.handle_packet(Instant::ZERO, PortId(0), p.clone());
+        let t = drain(&mut a);
+        b.handle_packet(Instant::ZERO, PortId(1), t[0].clone());
+        let back = drain(&mut b);
+        assert_eq!(back[0].payload(), Some(&b"satellite bytes"[..]));
+        assert_eq!(back[0].header(), p.header());
+
+        // 108 header bytes + 20 fit exactly; 109 do not.
+        let fits = Packet::try_with_payload(&[0x45; MAX_HEADER - OUTER], b"x").expect("fits");
+        a.handle_packet(Instant::ZERO, PortId(0), fits);
+        assert_eq!(drain(&mut a)[0].header_len(), MAX_HEADER);
+        let long = Packet::try_with_payload(&[0x45; MAX_HEADER - OUTER + 1], b"x").expect("fits");
+        a.handle_packet(Instant::ZERO, PortId(0), long);
+        assert_eq!(drain(&mut a)[0].header_len(), MAX_HEADER - OUTER + 1);
+        assert_eq!(a.stats().too_long, 1);
+
+        // TCP to the tunnel's own address (port 1: not selected for encapsulation) passes.
+        let mut to_us = tcp_packet(5, 6, 10);
+        to_us.header_mut()[16..20].copy_from_slice(&x.octets());
+        a.handle_packet(Instant::ZERO, PortId(1), to_us.clone());
+        assert_eq!(drain(&mut a)[0].header(), to_us.header());
+        // IP-in-IP for another endpoint passes unopened.
+        b.handle_packet(Instant::ZERO, PortId(1), t[0].clone());
+        let mut c = Tunnel::new(cfg(Ipv4Addr::new(3, 3, 3, 3), x));
+        c.handle_packet(Instant::ZERO, PortId(1), t[0].clone());
+        assert_eq!(drain(&mut c)[0].header(), t[0].header());
+        assert_eq!(c.stats().decapsulated + c.stats().malformed, 0);
     }
 }

@@ -303,8 +303,8 @@ fn relay(
             let sent = to.send_bytes(now, &scratch[..got]);
             *fed += sent as u64;
             left = left.saturating_sub(sent as u64);
-            if sent == 0 || sent < n {
-                break;
+            if sent < n {
+                break; // `to`'s send buffer is full (n ≥ 1 here)
             }
         }
     } else if avail > 0 {

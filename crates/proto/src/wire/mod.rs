@@ -127,22 +127,19 @@ pub fn emit_tcp_packet(
 /// nothing happens to a packet without real payload or too short to hold a TCP checksum.
 pub fn add_payload_to_tcp_checksum(pkt: &mut crate::Packet) {
     let h = pkt.header();
-    if h.len() < IPV4_HEADER_LEN {
-        return;
-    }
-    let ihl = usize::from(h[0] & 0x0f) * 4;
+    let Some(&ver_ihl) = h.first() else { return };
+    let ihl = usize::from(ver_ihl & 0x0f) * 4;
     let at = ihl + 16;
-    let Some(payload) = pkt.payload() else { return };
-    if h.len() < at + 2 {
+    let (Some(payload), Some(field)) = (pkt.payload(), h.get(at..at + 2)) else {
         return;
-    }
+    };
+    // The payload's words pair up the other way round after a header of odd length.
     let added = if (h.len() - ihl) % 2 == 1 {
         checksum::sum_at_odd(0, payload)
     } else {
         checksum::sum(0, payload)
     };
-    let old = u16::from_be_bytes([h[at], h[at + 1]]);
-    let new = checksum::add(old, added);
+    let new = checksum::add(u16::from_be_bytes([field[0], field[1]]), added);
     pkt.header_mut()[at..at + 2].copy_from_slice(&new.to_be_bytes());
 }
 

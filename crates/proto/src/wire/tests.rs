@@ -636,6 +636,41 @@ proptest! {
         prop_assert_eq!(parse_packet(&odd).map(|(_, t)| t.payload_len), Ok(data.len() as u32));
     }
 
+    /// A header that ends one byte into the payload (odd length) whose checksum covers that byte
+    /// and zeros: folding the rest of the payload in gives a packet that parses.
+    #[test]
+    fn payload_folds_into_the_checksum_after_an_odd_header(
+        data in proptest::collection::vec(any::<u8>(), 2..600),
+    ) {
+        let (ip, mut tcp) = data_segment();
+        tcp.payload_len = data.len() as u32;
+        let pkt = emit_tcp_packet(&ip, &tcp, |v| v.extend_from_slice(&data)).expect("length");
+        let wire = wire_bytes(&pkt);
+        let split = pkt.header_len() + 1;
+        // The same packet with the checksum taken over header + first byte + zeros.
+        let mut zeroed = wire.clone();
+        zeroed[split..].fill(0);
+        zeroed[36..38].fill(0);
+        let seg_len = (wire.len() - 20) as u16;
+        let pseudo = checksum::pseudo_header_ipv4(ip.src, ip.dst, IPPROTO_TCP, seg_len);
+        let check = checksum::finish(checksum::sum(pseudo, &zeroed[20..]));
+        let mut head = wire[..split].to_vec();
+        head[36..38].copy_from_slice(&check.to_be_bytes());
+        let mut odd = crate::Packet::try_with_payload(&head, &wire[split..]).expect("fits");
+        prop_assert_eq!(parse_packet(&odd), Err(WireError::BadChecksum));
+        add_payload_to_tcp_checksum(&mut odd);
+        prop_assert!(parse_packet(&odd).is_ok());
+    }
+
+    /// Headers too short to hold a TCP checksum are left alone, never indexed past their end.
+    #[test]
+    fn short_headers_are_left_alone(len in 0usize..38, data in proptest::collection::vec(any::<u8>(), 0..40)) {
+        let mut p = crate::Packet::try_with_payload(&vec![0x45; len], &data).expect("fits");
+        let before = p.header().to_vec();
+        add_payload_to_tcp_checksum(&mut p);
+        prop_assert_eq!(p.header(), &before[..]);
+    }
+
     /// Parsing arbitrary bytes never panics, whatever the claimed payload length.
     #[test]
     fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..100), len: u32) {
