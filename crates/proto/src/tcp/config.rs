@@ -31,59 +31,182 @@ pub enum Recovery {
     Sack,
 }
 
-/// A TCP endpoint's settings. Defaults follow the RFCs and suit GEO paths; each field says its own.
-#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
-#[serde(deny_unknown_fields, default)]
-#[non_exhaustive]
-pub struct TcpConfig {
-    /// Window growth. Default: `"cubic"`.
-    pub cc: CcAlgorithm,
-    /// Loss recovery. Default: `"sack"`.
-    pub recovery: Recovery,
-    /// Maximum segment size offered and used, bytes of payload. Default: 1460.
-    pub mss: u16,
-    /// Initial window in segments, 1 to 10. Default: 10 (RFC 6928).
-    pub initial_window: u32,
-    /// Initial slow-start threshold. Default: none (unbounded, RFC 5681).
-    pub initial_ssthresh: Option<ByteSize>,
-    /// Offer the window scale option (RFC 7323). Default: true.
-    pub window_scaling: bool,
-    /// Offer SACK-permitted (RFC 2018). Default: true.
-    pub sack: bool,
-    /// Offer timestamps (RFC 7323). Default: true.
-    pub timestamps: bool,
-    /// Send buffer: bytes written by the application and not yet acknowledged. Default: `"8MB"`.
-    pub send_buffer: ByteSize,
-    /// Receive buffer: bounds the advertised window. Default: `"8MB"`; without window scaling
-    /// the advertised window is capped at 65 535 bytes whatever the buffer.
-    pub recv_buffer: ByteSize,
-    /// Rate at which the receiving application drains the receive buffer. Default: none
-    /// (instantly).
-    pub app_read_rate: Option<Bitrate>,
-    /// Acknowledge every N full segments. 1 = every segment. Default: 2 (RFC 5681 §4.2).
-    pub delack_segments: u32,
-    /// Delayed ACK timeout. Default: `"200ms"`.
-    pub delack_timeout: Duration,
-    /// Retransmission timeout before the first RTT sample. Default: `"1s"` (RFC 6298 §2.1).
-    pub initial_rto: Duration,
-    /// Lower bound of the RTO. Default: `"1s"` (RFC 6298 §2.4; Linux uses 200ms).
-    pub min_rto: Duration,
-    /// Upper bound of the RTO after backoff. Default: `"60s"` (RFC 6298 §2.5).
-    pub max_rto: Duration,
-    /// Clock granularity G in RTO = SRTT + max(G, 4·RTTVAR). Default: `"1ms"`.
-    pub clock_granularity: Duration,
-    /// Duplicate ACKs (or SACKed segments) that trigger fast retransmit. Default: 3.
-    pub dupthresh: u32,
-    /// Slow start counts at most this many segments per ACK (appropriate byte counting, the
-    /// limit L of RFC 3465). Default: 1, RFC 5681's `cwnd += min(N, SMSS)`: with delayed ACKs
-    /// the window grows 1.5× per RTT. 2 is RFC 3465's limit and behaves like Linux, which grows
-    /// by every segment acknowledged (2× per RTT with delayed ACKs); see docs/validation.md.
-    pub abc_segments: u32,
+/// A named set of behaviours: which published stack the endpoint imitates where the RFCs leave a
+/// choice or the stacks depart from them. Every behaviour a profile sets is also a key of its own,
+/// and a key written in the scenario always wins over the profile (wherever it is written:
+/// `[defaults.tcp]` or the flow). docs/tcp-profiles.md has the table with the sources.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Profile {
+    /// The RFCs as written (RFC 5681, 6298, 6582, 6675, 3042, 7323): the default, because the
+    /// papers satpep reproduces argue from the RFCs, and a result should not hinge on one stack's
+    /// undocumented choices.
+    #[default]
+    Rfc,
+    /// Linux (v6.x) where it departs from the RFCs: 200 ms minimum RTO, the timer re-armed when
+    /// the head is retransmitted, ssthresh from cwnd, quick ACKs at the start, no slow-start
+    /// byte-counting limit. PRR, RACK-TLP and HyStart are not modelled (docs/tcp-profiles.md).
+    Linux,
+    /// ns-2.35's one-way agents and `TCPSink` with their default variables: timer restarted on
+    /// every retransmission, Reno's recover check (`bugFix_`), ssthresh from the window at a
+    /// timeout, NewReno's timer restarted at the first partial ACK only, ACK every segment.
+    Ns2,
 }
 
-impl Default for TcpConfig {
-    fn default() -> Self {
-        Self {
+/// When the retransmission timer is restarted, beyond RFC 6298 §5.1 (start it when data is sent
+/// and it is not running) and §5.3 (restart it when new data is acknowledged).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RtoRearm {
+    /// Only as RFC 6298 says: a fast retransmission leaves the running timer alone.
+    #[default]
+    Ack,
+    /// Also at every fast retransmit (ns-2: `reset_rtx_timer(1, 0)` in `dupack_action` of Reno,
+    /// NewReno and Sack1).
+    FastRetransmit,
+    /// Also whenever the first unacknowledged segment is retransmitted (Linux:
+    /// `tcp_xmit_retransmit_queue` re-arms when it sends the head of the retransmit queue).
+    Head,
+}
+
+/// What ssthresh is computed from at a retransmission timeout (the controller then applies its
+/// decrease: one half for Reno, β for CUBIC).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RtoSsthresh {
+    /// FlightSize (RFC 5681 eq. 4), at every timeout.
+    #[default]
+    Flight,
+    /// The window min(cwnd, rwnd), without fast recovery's inflation, at every timeout: ns-2's
+    /// `windowd()` in `slowdown` (its `timeout` zeroes `dupwnd_` first), so a timeout in fast
+    /// recovery halves the window recovery already halved, and a repeated timeout halves the
+    /// one-segment window (ssthresh 2 segments).
+    Window,
+    /// cwnd, but only once per loss episode: no new reduction for a timeout during fast
+    /// recovery or after an earlier timeout before the ACKs pass what was then outstanding
+    /// (Linux `tcp_enter_loss`: "reduce ssthresh if it has not yet been made inside this
+    /// window").
+    WindowOnce,
+}
+
+/// NewReno (RFC 6582 §4): which partial ACKs restart the retransmission timer.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PartialAckTimer {
+    /// Every partial ACK ("Slow-but-Steady"; Linux re-arms on every ACK of new data).
+    #[default]
+    Every,
+    /// Only the first partial ACK ("Impatient"; ns-2.35's default `newreno_changes1_ = 1`).
+    First,
+}
+
+macro_rules! tcp_config {
+    ($( $(#[$doc:meta])* $name:ident : $ty:ty, )*) => {
+        /// A TCP endpoint's settings: a [`Profile`] and every behaviour, each field saying its
+        /// own default (the `rfc` profile's). Scenario tables may set any subset; unset keys
+        /// come from the table's `profile`.
+        #[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+        #[serde(try_from = "TcpTable")]
+        #[non_exhaustive]
+        pub struct TcpConfig {
+            /// Which stack the unset keys imitate. Default: `"rfc"`.
+            pub profile: Profile,
+            $( $(#[$doc])* pub $name: $ty, )*
+        }
+
+        /// A `tcp` table as written: every key optional, laid over its profile.
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct TcpTable {
+            #[serde(default)]
+            profile: Option<Profile>,
+            $( #[serde(default)] $name: Option<$ty>, )*
+        }
+
+        impl From<TcpTable> for TcpConfig {
+            fn from(t: TcpTable) -> Self {
+                let base = TcpConfig::for_profile(t.profile.unwrap_or_default());
+                Self { profile: base.profile, $( $name: t.$name.unwrap_or(base.$name), )* }
+            }
+        }
+    };
+}
+
+tcp_config! {
+    /// Window growth. Default: `"cubic"`.
+    cc: CcAlgorithm,
+    /// Loss recovery. Default: `"sack"`.
+    recovery: Recovery,
+    /// Maximum segment size offered and used, bytes of payload. Default: 1460.
+    mss: u16,
+    /// Initial window in segments, 1 to 10. Default: 10 (RFC 6928); `ns2`: 2 (`windowInit_`).
+    initial_window: u32,
+    /// Initial slow-start threshold. Default: none (unbounded, RFC 5681).
+    initial_ssthresh: Option<ByteSize>,
+    /// Offer the window scale option (RFC 7323). Default: true.
+    window_scaling: bool,
+    /// Offer SACK-permitted (RFC 2018). Default: true.
+    sack: bool,
+    /// Offer timestamps (RFC 7323). Default: true; `ns2`: false (`timestamps_`).
+    timestamps: bool,
+    /// Send buffer: bytes written by the application and not yet acknowledged. Default: `"8MB"`.
+    send_buffer: ByteSize,
+    /// Receive buffer: bounds the advertised window. Default: `"8MB"`; without window scaling
+    /// the advertised window is capped at 65 535 bytes whatever the buffer.
+    recv_buffer: ByteSize,
+    /// Rate at which the receiving application drains the receive buffer. Default: none
+    /// (instantly).
+    app_read_rate: Option<Bitrate>,
+    /// Acknowledge every N full segments. 1 = every segment. Default: 2 (RFC 5681 §4.2);
+    /// `ns2`: 1 (`TCPSink`).
+    delack_segments: u32,
+    /// Delayed ACK timeout. Default: `"200ms"`; `linux`: `"40ms"` (`TCP_ATO_MIN`, where Linux's
+    /// adaptive timeout starts); `ns2`: `"100ms"` (`DelAckSink interval_`).
+    delack_timeout: Duration,
+    /// Segments acknowledged at once, one ACK each, at the start of a connection (Linux's
+    /// quick-ACK mode, `TCP_MAX_QUICKACKS`). Default: 0; `linux`: 16.
+    quickacks: u32,
+    /// Retransmission timeout before the first RTT sample, also the SYN's. Default: `"1s"`
+    /// (RFC 6298 §2.1); `ns2`: `"3s"` (`rtxcur_init_`).
+    initial_rto: Duration,
+    /// Lower bound of the RTO. Default: `"1s"` (RFC 6298 §2.4); `linux`, `ns2`: `"200ms"`.
+    min_rto: Duration,
+    /// Upper bound of the RTO after backoff. Default: `"60s"` (RFC 6298 §2.5); `linux`:
+    /// `"120s"` (`TCP_RTO_MAX`).
+    max_rto: Duration,
+    /// Clock granularity G in RTO = SRTT + max(G, 4·RTTVAR). Default: `"1ms"`; `ns2`: `"10ms"`
+    /// (`tcpTick_`); `linux`: `"200ms"` (Linux floors the variance term at `TCP_RTO_MIN`, so
+    /// its RTO is at least SRTT + 200 ms: `tcp_rtt_estimator`, `__tcp_set_rto`).
+    clock_granularity: Duration,
+    /// Duplicate ACKs (or SACKed segments) that trigger fast retransmit. Default: 3.
+    dupthresh: u32,
+    /// Slow start counts at most this many segments per ACK (appropriate byte counting, the
+    /// limit L of RFC 3465). Default: 1, RFC 5681's `cwnd += min(N, SMSS)`: with delayed ACKs
+    /// the window grows 1.5× per RTT. `linux`: no limit (`tcp_slow_start` adds every segment
+    /// acknowledged: 2× per RTT with delayed ACKs); see docs/validation.md.
+    abc_segments: u32,
+    /// Limited transmit (RFC 3042): the first and second duplicate ACKs each let one new segment
+    /// out beyond cwnd. Default: true (RFC 5681 §3.2 step 1 says SHOULD).
+    limited_transmit: bool,
+    /// Extra restarts of the retransmission timer. Default: `"ack"` (RFC 6298 only); `linux`:
+    /// `"head"`; `ns2`: `"fast_retransmit"`.
+    rto_rearm: RtoRearm,
+    /// What ssthresh is computed from at a timeout. Default: `"flight"` (RFC 5681 eq. 4);
+    /// `linux`: `"window_once"`; `ns2`: `"window"`.
+    rto_ssthresh: RtoSsthresh,
+    /// NewReno's timer restarts on partial ACKs. Default: `"every"`; `ns2`: `"first"`.
+    partial_ack_timer: PartialAckTimer,
+    /// `recovery = "reno"`: no new fast retransmit until the cumulative ACK passes what was
+    /// outstanding at the last one (RFC 6582 §3.2 step 1 applied to Reno; ns-2's `bugFix_`).
+    /// Default: false (RFC 5681 Reno has no such check); `linux`, `ns2`: true.
+    reno_recover_check: bool,
+}
+
+impl TcpConfig {
+    /// Every setting as the profile `p` has it.
+    pub fn for_profile(p: Profile) -> Self {
+        let rfc = Self {
+            profile: Profile::Rfc,
             cc: CcAlgorithm::Cubic,
             recovery: Recovery::Sack,
             mss: 1460,
@@ -97,12 +220,55 @@ impl Default for TcpConfig {
             app_read_rate: None,
             delack_segments: 2,
             delack_timeout: Duration::from_millis(200),
+            quickacks: 0,
             initial_rto: Duration::from_secs(1),
             min_rto: Duration::from_secs(1),
             max_rto: Duration::from_secs(60),
             clock_granularity: Duration::from_millis(1),
             dupthresh: 3,
             abc_segments: 1,
+            limited_transmit: true,
+            rto_rearm: RtoRearm::Ack,
+            rto_ssthresh: RtoSsthresh::Flight,
+            partial_ack_timer: PartialAckTimer::Every,
+            reno_recover_check: false,
+        };
+        match p {
+            Profile::Rfc => rfc,
+            Profile::Linux => Self {
+                profile: Profile::Linux,
+                delack_timeout: Duration::from_millis(40),
+                quickacks: 16,
+                min_rto: Duration::from_millis(200),
+                max_rto: Duration::from_secs(120),
+                abc_segments: u32::MAX,
+                clock_granularity: Duration::from_millis(200),
+                rto_rearm: RtoRearm::Head,
+                rto_ssthresh: RtoSsthresh::WindowOnce,
+                reno_recover_check: true,
+                ..rfc
+            },
+            Profile::Ns2 => Self {
+                profile: Profile::Ns2,
+                timestamps: false,
+                initial_window: 2,
+                delack_segments: 1,
+                delack_timeout: Duration::from_millis(100),
+                initial_rto: Duration::from_secs(3),
+                min_rto: Duration::from_millis(200),
+                clock_granularity: Duration::from_millis(10),
+                rto_rearm: RtoRearm::FastRetransmit,
+                rto_ssthresh: RtoSsthresh::Window,
+                partial_ack_timer: PartialAckTimer::First,
+                reno_recover_check: true,
+                ..rfc
+            },
         }
+    }
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        Self::for_profile(Profile::Rfc)
     }
 }

@@ -24,7 +24,7 @@ use std::net::Ipv4Addr;
 
 use super::bytes::ByteStore;
 use super::cc::{AnyCc, CongestionControl, Window};
-use super::config::{Recovery, TcpConfig};
+use super::config::{PartialAckTimer, Recovery, RtoRearm, RtoSsthresh, TcpConfig};
 use super::ranges::RangeSet;
 use super::rtt::RttEstimator;
 use super::stats::TcpStats;
@@ -82,6 +82,9 @@ struct FastRecovery {
     high_rxt: u64,
     /// When recovery began.
     since: Instant,
+    /// NewReno partial ACKs so far (RFC 6582 §4: the Impatient variant restarts the timer at
+    /// the first only).
+    partial_acks: u32,
 }
 
 /// A TCP endpoint. See the module documentation for the call order.
@@ -130,6 +133,9 @@ pub struct TcpEndpoint {
     /// A segment at this offset must be (re)sent next: fast retransmit or NewReno partial ACK.
     rtx_now: Option<u64>,
     cwnd_limited: bool,
+    /// Bytes sent beyond cwnd by limited transmit since the last new ACK: left out of the
+    /// FlightSize that sets ssthresh (RFC 5681 §3.2 step 2).
+    limited_sent: u64,
     /// A zero-window probe is due (persist timer fired).
     probe_pending: bool,
     /// The byte at snd_una was sent as a window probe.
@@ -149,6 +155,8 @@ pub struct TcpEndpoint {
     peer_fin: Option<u64>,
     ack_now: bool,
     unacked_segments: u32,
+    /// Data segments still to be acknowledged at once (Linux's quick-ACK mode at the start).
+    quickacks_left: u32,
     ts_recent: u32,
     last_ack_sent: u64,
 
@@ -222,6 +230,7 @@ impl TcpEndpoint {
             scoreboard: RangeSet::default(),
             rtx_now: None,
             cwnd_limited: false,
+            limited_sent: 0,
             probe_pending: false,
             probing: false,
 
@@ -235,6 +244,7 @@ impl TcpEndpoint {
             peer_fin: None,
             ack_now: false,
             unacked_segments: 0,
+            quickacks_left: config.quickacks,
             ts_recent: 0,
             last_ack_sent: 0,
             timers: [None; 4],
@@ -395,8 +405,10 @@ impl TcpEndpoint {
         self.stats.segments_received += 1;
         self.advance_reader(now);
         if seg.flags.contains(TcpFlags::RST) {
-            self.state = State::Closed;
-            self.timers = [None; 4];
+            if self.reset_acceptable(seg) {
+                self.state = State::Closed;
+                self.timers = [None; 4];
+            }
             return;
         }
         match self.state {
@@ -467,6 +479,34 @@ impl TcpEndpoint {
             self.process_data(now, seg, payload);
         }
         self.update_timers(now);
+    }
+
+    /// Whether an arriving RST closes the connection (RFC 9293 §3.10.7 with RFC 5961 §3.2): in
+    /// SYN-SENT only if it acknowledges our SYN; later only at exactly RCV.NXT. An in-window RST
+    /// elsewhere draws a challenge ACK (a blind attacker must then guess the exact number); any
+    /// other RST is ignored.
+    fn reset_acceptable(&mut self, seg: &TcpRepr) -> bool {
+        let ok = match self.state {
+            State::Closed | State::Listen => false,
+            State::SynSent => seg.ack == Some(self.iss + 1),
+            _ => {
+                let off = self.rcv_offset(seg.seq);
+                let window_end = self.rcv_adv.max(self.rcv_nxt + 1) as i64;
+                if off == self.rcv_nxt as i64 {
+                    true
+                } else {
+                    if off > self.rcv_nxt as i64 && off < window_end {
+                        self.stats.challenge_acks += 1;
+                        self.ack_now = true;
+                    }
+                    false
+                }
+            }
+        };
+        if !ok {
+            self.stats.resets_ignored += 1;
+        }
+        ok
     }
 
     /// Run every expired timer. Early or repeated calls do nothing.
@@ -798,7 +838,7 @@ impl TcpEndpoint {
                 }
             }
         }
-        let wnd = self.win.cwnd.min(self.snd_wnd);
+        let wnd = (self.win.cwnd + self.limited_transmit_allowance()).min(self.snd_wnd);
         let usable = (self.snd_una + wnd).saturating_sub(self.snd_nxt);
         let want = self.smss.min(data_end - self.snd_nxt);
         // Sender SWS avoidance (RFC 9293 §3.8.6.2.1): a full segment, all remaining data, or half
@@ -815,7 +855,21 @@ impl TcpEndpoint {
             return None;
         }
         let off = self.snd_nxt;
-        Some(self.send_range(now, off, off < self.snd_max))
+        let seg = self.send_range(now, off, off < self.snd_max);
+        let end = off + u64::from(seg.payload_len);
+        self.limited_sent += end.saturating_sub(self.snd_una + self.win.cwnd).min(end - off);
+        Some(seg)
+    }
+
+    /// Limited transmit (RFC 3042 §2): after the first and the second duplicate ACK, one new
+    /// segment each beyond cwnd (FlightSize ≤ cwnd + 2·SMSS), never a retransmission.
+    fn limited_transmit_allowance(&self) -> u64 {
+        let new_data = self.snd_nxt == self.snd_max;
+        if self.config.limited_transmit && self.recovery.is_none() && new_data {
+            u64::from(self.dupacks.min(2)) * self.smss
+        } else {
+            0
+        }
     }
 
     /// Send up to one segment starting at `off`, stopping before SACKed data.
@@ -835,6 +889,9 @@ impl TcpEndpoint {
             // Karn: a retransmitted range never yields an RTT sample.
             if self.rtt_timing.is_some_and(|(o, _)| o > off) {
                 self.rtt_timing = None;
+            }
+            if self.config.rto_rearm == RtoRearm::Head && off == self.snd_una {
+                self.set_timer(Timer::Rto, now + self.rtt.rto());
             }
         } else if self.rtt_timing.is_none() && !self.ts_ok {
             self.rtt_timing = Some((end, now));
@@ -1055,6 +1112,7 @@ impl TcpEndpoint {
         let acked = self.bytes_acked() - data_before;
         self.stats.bytes_acked += acked;
         self.dupacks = 0;
+        self.limited_sent = 0;
 
         match self.recovery {
             Some(rec) if ack_off >= rec.recover || self.config.recovery == Recovery::Reno => {
@@ -1074,12 +1132,13 @@ impl TcpEndpoint {
             Some(mut rec) => {
                 if !self.in_sack_recovery() {
                     // NewReno partial ACK (RFC 6582 §3.2 step 5): retransmit the next hole,
-                    // deflate by the amount acknowledged, add back one SMSS. The timer restarts
-                    // on every partial ACK ("Slow-but-Steady", RFC 6582 §4, as ns-2's NewReno):
-                    // on a GEO path the Impatient variant's single restart races the RTO
-                    // against the third hole's repair.
+                    // deflate by the amount acknowledged, add back one SMSS. Which partial
+                    // ACKs restart the timer is `partial_ack_timer` (RFC 6582 §4): on a GEO
+                    // path the Impatient variant's single restart races the RTO against the
+                    // third hole's repair.
                     self.rtx_now = Some(self.snd_una);
                     self.win.cwnd = self.win.cwnd.saturating_sub(acked) + self.smss;
+                    rec.partial_acks += 1;
                 }
                 rec.high_rxt = rec.high_rxt.max(self.snd_una);
                 self.recovery = Some(rec);
@@ -1105,10 +1164,12 @@ impl TcpEndpoint {
                 s => s,
             };
         }
-        // RFC 6298 §5.2/5.3.
+        // RFC 6298 §5.2/5.3 (the Impatient NewReno keeps the timer after its first partial ACK).
+        let impatient = self.config.partial_ack_timer == PartialAckTimer::First
+            && self.recovery.is_some_and(|r| r.partial_acks > 1);
         if self.snd_una >= self.snd_max {
             self.clear_timer(Timer::Rto);
-        } else {
+        } else if !impatient {
             self.set_timer(Timer::Rto, now + self.rtt.rto());
         }
     }
@@ -1134,26 +1195,30 @@ impl TcpEndpoint {
         // there until every old hole is repaired.
         // `last_recover` is one past the last byte then sent, so an ACK of exactly it already
         // "covers more than recover" in RFC 6582's terms.
-        if self.config.recovery != Recovery::Reno
+        if (self.config.recovery != Recovery::Reno || self.config.reno_recover_check)
             && self.snd_una < self.last_recover
             && self.last_recover > 0
         {
             return;
         }
         self.stats.fast_retransmits += 1;
-        let flight = self.snd_max - self.snd_una;
+        let flight = (self.snd_max - self.snd_una).saturating_sub(self.limited_sent);
         self.cc.on_congestion(now, flight, &mut self.win);
         let first_end = (self.snd_una + self.smss).min(self.data_end());
         self.recovery = Some(FastRecovery {
             recover: self.snd_max,
             high_rxt: first_end,
             since: now,
+            partial_acks: 0,
         });
         if !self.in_sack_recovery() {
             self.win.cwnd = self.win.ssthresh + 3 * self.smss;
         }
         self.rtx_now = Some(self.snd_una);
         self.rtt_timing = None;
+        if self.config.rto_rearm == RtoRearm::FastRetransmit {
+            self.set_timer(Timer::Rto, now + self.rtt.rto());
+        }
     }
 
     fn on_rto(&mut self, now: Instant) {
@@ -1173,8 +1238,23 @@ impl TcpEndpoint {
             return;
         }
         self.stats.rto_expirations += 1;
-        let flight = self.snd_max - self.snd_una;
-        self.cc.on_rto(now, flight, &mut self.win);
+        // The window the controller reduces from (it sees it as both cwnd and FlightSize).
+        let uninflated = match self.recovery {
+            Some(_) => self.win.cwnd.min(self.win.ssthresh),
+            None => self.win.cwnd,
+        };
+        let base = match self.config.rto_ssthresh {
+            RtoSsthresh::Flight => Some(self.snd_max - self.snd_una),
+            RtoSsthresh::Window => Some(uninflated.min(self.snd_wnd.max(self.smss))),
+            RtoSsthresh::WindowOnce => {
+                let same_episode = self.recovery.is_some() || self.snd_una < self.last_recover;
+                (!same_episode).then_some(self.win.cwnd)
+            }
+        };
+        if let Some(base) = base {
+            self.win.cwnd = base;
+            self.cc.on_rto(now, base, &mut self.win);
+        }
         // RFC 5681 §3.1: loss window of one segment.
         self.win.cwnd = self.smss;
         if let Some(rec) = self.recovery.take() {
@@ -1297,6 +1377,10 @@ impl TcpEndpoint {
         self.advance_reader(now);
         if had_holes {
             // Filling a hole: ACK immediately (RFC 5681 §4.2).
+            self.ack_now = true;
+        }
+        if !self.ack_now && self.quickacks_left > 0 && end > start {
+            self.quickacks_left -= 1;
             self.ack_now = true;
         }
         if !self.ack_now {

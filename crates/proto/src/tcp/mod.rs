@@ -11,9 +11,10 @@ mod config;
 mod endpoint;
 mod ranges;
 mod rtt;
+pub mod script;
 mod stats;
 
-pub use config::{CcAlgorithm, Recovery, TcpConfig};
+pub use config::{CcAlgorithm, PartialAckTimer, Profile, Recovery, RtoRearm, RtoSsthresh, TcpConfig};
 pub use endpoint::{State, TcpEndpoint};
 pub use ranges::RangeSet;
 pub use rtt::RttEstimator;

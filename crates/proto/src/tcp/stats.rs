@@ -39,4 +39,9 @@ pub struct TcpStats {
     pub bad_payload: u64,
     /// Virtual mode: segments handed real payload bytes, which were ignored.
     pub payload_ignored: u64,
+    /// RSTs that did not close the connection (RFC 5961 §3.2: outside the window, or in it but
+    /// not at RCV.NXT; in SYN-SENT, not acknowledging our SYN).
+    pub resets_ignored: u64,
+    /// Challenge ACKs sent for an in-window RST not at RCV.NXT (RFC 5961 §3.2).
+    pub challenge_acks: u64,
 }
