@@ -70,6 +70,12 @@ pub struct AckQueueConfig {
     pub replace_head: bool,
     /// Filtering: pure ACKs are sent before data segments (ns-2 `acksfirst_`). Default: false.
     pub acks_first: bool,
+    /// Filtering as ns-2's semantic queue does it (`filterAcks`): an arriving pure ACK removes
+    /// *every* queued pure ACK of its flow with a lower acknowledgement number, duplicate ACKs
+    /// and SACK-bearing ones included, not only the ones it supersedes in RFC 3449's sense. A
+    /// sender behind such a queue sees fewer duplicate ACKs (fewer fast retransmits). Default:
+    /// false.
+    pub filter_duplicates: bool,
     /// Compaction: source address of the tunnel (the terminal's return interface). Required.
     pub tunnel_src: Option<Ipv4Addr>,
     /// Compaction: the expander's address at the hub. Required.
@@ -83,6 +89,7 @@ impl Default for AckQueueConfig {
             high_water: 60,
             replace_head: false,
             acks_first: false,
+            filter_duplicates: false,
             tunnel_src: None,
             tunnel_dst: None,
         }
@@ -129,6 +136,8 @@ struct AckInfo {
     plain: bool,
     /// `plain`, not a duplicate, and with a known predecessor: may be removed.
     removable: bool,
+    /// No payload and no SYN, FIN or RST (SACK allowed): ns-2's `PT_ACK`.
+    pure: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -199,8 +208,8 @@ impl AckQueue {
         let is_dup = prev_ack.is_some_and(|p| ack <= p);
         state.highest_ack = Some(prev_ack.map_or(ack, |p| p.max(ack)));
         // The view's payload length counts header bytes past TCP too; the packet's payload adds.
-        let plain = view.is_pure_ack()
-            && pkt.payload_len == 0
+        let pure = view.is_pure_ack() && pkt.payload_len == 0;
+        let plain = pure
             && !view.flags().contains(TcpFlags::URG)
             && !view.flags().contains(TcpFlags::ECE)
             && !view.has_sack();
@@ -210,6 +219,7 @@ impl AckQueue {
             prev_ack,
             plain,
             removable: plain && !is_dup && prev_ack.is_some(),
+            pure,
         })
     }
 
@@ -231,7 +241,23 @@ impl AckQueue {
             .collect();
         let mut drop = vec![false; self.entries.len()];
         let mut removed = 0u32;
-        for w in idx.windows(2) {
+        if all && self.config.filter_duplicates {
+            // ns-2 `filterAcks`: the arrival (the last entry) against every earlier one.
+            if let Some((&last, earlier)) = idx.split_last() {
+                if let Some(arrival) = self.entries[last].info.filter(|a| a.pure) {
+                    for &x in earlier {
+                        if self.entries[x]
+                            .info
+                            .is_some_and(|a| a.pure && a.ack < arrival.ack)
+                        {
+                            drop[x] = true;
+                            removed += 1;
+                        }
+                    }
+                }
+            }
+        }
+        for w in idx.windows(2).filter(|_| !(all && self.config.filter_duplicates)) {
             let (x, y) = (w[0], w[1]);
             let (Some(xa), Some(ya)) = (self.entries[x].info, self.entries[y].info) else {
                 continue;

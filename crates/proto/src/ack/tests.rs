@@ -619,3 +619,35 @@ fn per_flow_spacing_does_not_hold_one_flow_behind_another() {
     // Per flow: flow 1's ACK leaves at once; flow 0's remaining seven stay spaced.
     assert_eq!(out_after(true), (vec![(5001, 500)], 7));
 }
+
+/// ns-2's `filterAcks`: the arriving pure ACK removes every queued pure ACK of its flow with a
+/// lower number, duplicates and SACK-bearing ones included; equal numbers and other flows stay.
+/// RFC 3449-style filtering (the default) keeps the duplicates and the ACK they repeat.
+#[test]
+fn ns2_filtering_purges_older_duplicates_too() {
+    let ns2 = AckQueueConfig {
+        filter_duplicates: true,
+        ..AckQueueConfig::default()
+    };
+    let run = |cfg: &AckQueueConfig| {
+        let mut q = AckQueue::new(AckMode::Filtering, cfg, Some(100), None);
+        offer(&mut q, seg(0, 1024, Kind::Pure, 0));
+        q.dequeue(Instant::ZERO);
+        offer(&mut q, seg(0, 2048, Kind::Pure, 1));
+        offer(&mut q, seg(0, 2048, Kind::Pure, 2));
+        offer(&mut q, seg(0, 2048, Kind::Sack, 3));
+        offer(&mut q, seg(1, 512, Kind::Pure, 4));
+        offer(&mut q, seg(0, 2048, Kind::Pure, 5));
+        let before = ids(&q);
+        offer(&mut q, seg(0, 3072, Kind::Data, 6));
+        let after_data = ids(&q);
+        offer(&mut q, seg(0, 3072, Kind::Pure, 7));
+        (before, after_data, ids(&q))
+    };
+    let (before, after_data, after) = run(&ns2);
+    assert_eq!(before, [1, 2, 3, 4, 5], "equal numbers never remove each other");
+    assert_eq!(after_data, [1, 2, 3, 4, 5, 6], "a data segment filters nothing");
+    assert_eq!(after, [4, 6, 7], "every lower pure ACK of flow 0 goes");
+    let (_, _, rfc) = run(&AckQueueConfig::default());
+    assert_eq!(rfc, [1, 2, 3, 4, 5, 6, 7], "duplicates and the ACK they repeat stay");
+}
