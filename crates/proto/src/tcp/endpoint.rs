@@ -168,6 +168,8 @@ pub struct TcpEndpoint {
     /// Real payload bytes (send ring and reassembly buffer); `None` in virtual mode, which then
     /// costs one pointer.
     bytes: Option<Box<ByteStore>>,
+    /// Opened by `listen`: a reset in SYN-RECEIVED returns to LISTEN (RFC 9293 §3.10.7.4).
+    passive: bool,
 }
 
 impl TcpEndpoint {
@@ -252,6 +254,7 @@ impl TcpEndpoint {
             established_at: None,
             manual_read: false,
             bytes: None,
+            passive: false,
             config,
         }
     }
@@ -335,6 +338,7 @@ impl TcpEndpoint {
     pub fn listen(&mut self) {
         if self.state == State::Closed {
             self.state = State::Listen;
+            self.passive = true;
         }
     }
 
@@ -406,8 +410,12 @@ impl TcpEndpoint {
         self.advance_reader(now);
         if seg.flags.contains(TcpFlags::RST) {
             if self.reset_acceptable(seg) {
-                self.state = State::Closed;
-                self.timers = [None; 4];
+                if self.state == State::SynReceived && self.passive {
+                    self.back_to_listen();
+                } else {
+                    self.state = State::Closed;
+                    self.timers = [None; 4];
+                }
             }
             return;
         }
@@ -423,7 +431,16 @@ impl TcpEndpoint {
                 return;
             }
             State::SynSent => {
-                let Some(ack) = seg.ack else { return };
+                let Some(ack) = seg.ack else {
+                    if seg.flags.contains(TcpFlags::SYN) {
+                        // Simultaneous open (RFC 9293 §3.10.7.3, Figure 8): answer with a
+                        // SYN-ACK of our own sequence number and wait for its ACK.
+                        self.accept_syn(seg);
+                        self.state = State::SynReceived;
+                        self.snd_nxt = 0;
+                    }
+                    return;
+                };
                 if !seg.flags.contains(TcpFlags::SYN) || ack != self.iss + 1 {
                     return;
                 }
@@ -467,7 +484,9 @@ impl TcpEndpoint {
             if let Some((tsval, _)) = seg.timestamp {
                 // RFC 7323 §4.3: remember TSval of a segment that starts at or before what we
                 // last acknowledged.
-                if self.rcv_offset(seg.seq) <= self.last_ack_sent as i64 {
+                // RFC 7323 §4.3 and the PAWS ordering of §5.3: never move TS.Recent back.
+                let newer = tsval.wrapping_sub(self.ts_recent) as i32 >= 0;
+                if newer && self.rcv_offset(seg.seq) <= self.last_ack_sent as i64 {
                     self.ts_recent = tsval;
                 }
             }
@@ -479,6 +498,19 @@ impl TcpEndpoint {
             self.process_data(now, seg, payload);
         }
         self.update_timers(now);
+    }
+
+    /// RFC 9293 §3.10.7.4: a reset in SYN-RECEIVED after a passive open forgets the peer's SYN
+    /// and listens again (counters kept).
+    fn back_to_listen(&mut self) {
+        let mut fresh = Self::new(self.config.clone(), self.local, self.remote, self.iss.0);
+        fresh.stats = self.stats;
+        fresh.manual_read = self.manual_read;
+        if self.bytes.is_some() {
+            fresh.carry_bytes();
+        }
+        fresh.listen();
+        *self = fresh;
     }
 
     /// Whether an arriving RST closes the connection (RFC 9293 §3.10.7 with RFC 5961 §3.2): in
@@ -720,6 +752,9 @@ impl TcpEndpoint {
             u64::from(self.config.initial_window.clamp(1, 10))
         };
         self.win.cwnd = iw * self.smss;
+        if self.syn_retransmitted {
+            self.rtt.on_syn_timeout_established();
+        }
         self.read_clock = now;
         self.clear_timer(Timer::Rto);
         if seg.flags.contains(TcpFlags::SYN) {
@@ -1332,6 +1367,15 @@ impl TcpEndpoint {
                 self.stats.beyond_window += 1;
             }
             end = right.max(start);
+            if start >= right {
+                // Nothing of it is acceptable (RFC 9293 §3.10.7.4): acknowledge at once.
+                self.ack_now = true;
+                return;
+            }
+        }
+        if start > self.rcv_nxt {
+            // Out of order, a bare FIN included (RFC 5681 §4.2): a duplicate ACK at once.
+            self.ack_now = true;
         }
         if fin && end == start + len {
             self.peer_fin = Some(start + len);

@@ -41,6 +41,15 @@ impl RttEstimator {
         }
     }
 
+    /// RFC 6298 §5.7: the SYN timed out and no RTT sample exists when data transmission
+    /// begins: the RTO restarts at 3 s (at least; within the bounds), with no backoff.
+    pub fn on_syn_timeout_established(&mut self) {
+        if self.srtt.is_none() {
+            self.base_rto = Duration::from_secs(3).max(self.min_rto).min(self.max_rto);
+            self.backoff = 0;
+        }
+    }
+
     /// Take one RTT measurement R (§2.2, §2.3, α = 1/8, β = 1/4), clearing any backoff.
     pub fn on_sample(&mut self, r: Duration) {
         let r_ns = r.as_nanos();

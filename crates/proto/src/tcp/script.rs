@@ -406,6 +406,15 @@ fn parse_options(s: &str, e: &mut Expect, line: usize) -> Result<(), ScriptError
     Ok(())
 }
 
+/// What an outbound line expects, in script syntax (no `win` unless the line has one).
+fn show_expected(e: &Expect) -> String {
+    let s = show(&e.seg);
+    match e.window {
+        Some(_) => s,
+        None => s.replacen(&format!(" win {}", e.seg.window), "", 1),
+    }
+}
+
 /// The segment in script syntax, for messages.
 fn show(seg: &TcpRepr) -> String {
     let mut s = String::new();
@@ -641,7 +650,7 @@ impl Runner {
                 n,
                 format!(
                     "expected > {} at {:.6}s; nothing was sent by {:.6}s",
-                    show(&e.seg),
+                    show_expected(e),
                     t.as_secs_f64(),
                     limit.as_secs_f64()
                 ),
@@ -654,7 +663,7 @@ impl Runner {
                 format!(
                     "{} differ: expected > {}, got > {} at {:.6}s",
                     bad.join(", "),
-                    show(&e.seg),
+                    show_expected(e),
                     show(&got),
                     at.as_secs_f64()
                 ),
