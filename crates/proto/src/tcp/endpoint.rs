@@ -992,8 +992,9 @@ impl TcpEndpoint {
         self.snd_una
     }
 
-    /// RFC 6675 SetPipe(), in O(SACK ranges): bytes not SACKed and not deemed lost, plus lost bytes
-    /// already retransmitted.
+    /// RFC 6675 SetPipe(), in O(SACK ranges): bytes not SACKed and not deemed lost, plus every
+    /// unSACKed byte already retransmitted (counted twice when it is not deemed lost: §4 (a)
+    /// and (b)).
     fn pipe(&self) -> u64 {
         let b = self.loss_boundary().max(self.snd_una);
         let unsacked = |a: u64, z: u64| {
@@ -1004,7 +1005,7 @@ impl TcpEndpoint {
             }
         };
         let high_rxt = self.recovery.map_or(self.snd_una, |r| r.high_rxt);
-        unsacked(b, self.snd_max) + unsacked(self.snd_una, high_rxt.min(b))
+        unsacked(b, self.snd_max) + unsacked(self.snd_una, high_rxt)
     }
 
     fn poll_fin(&mut self, now: Instant) -> Option<TcpRepr> {
@@ -1152,11 +1153,11 @@ impl TcpEndpoint {
         match self.recovery {
             Some(rec) if ack_off >= rec.recover || self.config.recovery == Recovery::Reno => {
                 // Full ACK (or any new ACK for Reno): leave recovery with cwnd = ssthresh
-                // (RFC 6582 §3.2 step 3, option 1: min(ssthresh, FlightSize + SMSS)).
+                // (RFC 6582 §3.2 step 3, option 1: min(ssthresh, max(FlightSize, SMSS) + SMSS)).
                 let flight = self.snd_max - self.snd_una;
                 self.win.cwnd = match self.config.recovery {
                     Recovery::NewReno if !self.in_sack_recovery() => {
-                        self.win.ssthresh.min(flight + self.smss)
+                        self.win.ssthresh.min(flight.max(self.smss) + self.smss)
                     }
                     _ => self.win.ssthresh,
                 };
