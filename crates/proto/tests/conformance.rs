@@ -47,15 +47,24 @@ fn a_wrong_expectation_fails_at_its_line() {
 +0 < S 0:0(0) win 65535 <mss 1000,sackOK,wscale 7>
 +0 > S. 0:0(0) ack 1 <mss 1000,sackOK,wscale 7>
 ";
-    Script::parse(good).and_then(|s| s.run()).expect("good script");
+    Script::parse(good)
+        .and_then(|s| s.run())
+        .expect("good script");
     for (wrong, line) in [
         (good.replace("> S. 0:0(0) ack 1", "> S. 0:0(0) ack 2"), 4),
         (good.replace("wscale 7>\n+0 >", "wscale 7>\n+0.1 >"), 4),
         (format!("{good}+1 % state == established\n"), 5),
         (format!("{good}*  > . 1:1(0) ack 1\n"), 5),
-        (format!("{good}+0.1 < . 1:1(0) ack 1 win 100\n+0 write 1000\n+1 < . 1:1(0) ack 1 win 100\n"), 7),
+        (
+            format!(
+                "{good}+0.1 < . 1:1(0) ack 1 win 100\n+0 write 1000\n+1 < . 1:1(0) ack 1 win 100\n"
+            ),
+            7,
+        ),
     ] {
-        let e = Script::parse(&wrong).and_then(|s| s.run()).expect_err(&wrong);
+        let e = Script::parse(&wrong)
+            .and_then(|s| s.run())
+            .expect_err(&wrong);
         assert_eq!(e.line, line, "{wrong}\n{e}");
     }
 }

@@ -257,7 +257,10 @@ impl AckQueue {
                 }
             }
         }
-        for w in idx.windows(2).filter(|_| !(all && self.config.filter_duplicates)) {
+        for w in idx
+            .windows(2)
+            .filter(|_| !(all && self.config.filter_duplicates))
+        {
             let (x, y) = (w[0], w[1]);
             let (Some(xa), Some(ya)) = (self.entries[x].info, self.entries[y].info) else {
                 continue;

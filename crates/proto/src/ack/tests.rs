@@ -645,9 +645,21 @@ fn ns2_filtering_purges_older_duplicates_too() {
         (before, after_data, ids(&q))
     };
     let (before, after_data, after) = run(&ns2);
-    assert_eq!(before, [1, 2, 3, 4, 5], "equal numbers never remove each other");
-    assert_eq!(after_data, [1, 2, 3, 4, 5, 6], "a data segment filters nothing");
+    assert_eq!(
+        before,
+        [1, 2, 3, 4, 5],
+        "equal numbers never remove each other"
+    );
+    assert_eq!(
+        after_data,
+        [1, 2, 3, 4, 5, 6],
+        "a data segment filters nothing"
+    );
     assert_eq!(after, [4, 6, 7], "every lower pure ACK of flow 0 goes");
     let (_, _, rfc) = run(&AckQueueConfig::default());
-    assert_eq!(rfc, [1, 2, 3, 4, 5, 6, 7], "duplicates and the ACK they repeat stay");
+    assert_eq!(
+        rfc,
+        [1, 2, 3, 4, 5, 6, 7],
+        "duplicates and the ACK they repeat stay"
+    );
 }

@@ -100,6 +100,19 @@ pub enum PartialAckTimer {
     First,
 }
 
+/// NewReno (RFC 6582 §3.2 step 3): cwnd when a full ACK ends fast recovery.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FullAckCwnd {
+    /// Option (1), min(ssthresh, max(FlightSize, SMSS) + SMSS): no burst when little is in
+    /// flight.
+    #[default]
+    Flight,
+    /// Option (2), ssthresh: ns-2 (`exit_recovery_fix_ 0` leaves `cwnd_` at ssthresh) and Linux
+    /// (`tcp_end_cwnd_reduction`).
+    Ssthresh,
+}
+
 macro_rules! tcp_config {
     ($( $(#[$doc:meta])* $name:ident : $ty:ty, )*) => {
         /// A TCP endpoint's settings: a [`Profile`] and every behaviour, each field saying its
@@ -196,6 +209,9 @@ tcp_config! {
     rto_ssthresh: RtoSsthresh,
     /// NewReno's timer restarts on partial ACKs. Default: `"every"`; `ns2`: `"first"`.
     partial_ack_timer: PartialAckTimer,
+    /// NewReno's cwnd at the full ACK. Default: `"flight"` (RFC 6582 option 1); `linux`, `ns2`:
+    /// `"ssthresh"`.
+    full_ack_cwnd: FullAckCwnd,
     /// `recovery = "reno"`: no new fast retransmit until the cumulative ACK passes what was
     /// outstanding at the last one (RFC 6582 §3.2 step 1 applied to Reno; ns-2's `bugFix_`).
     /// Default: false (RFC 5681 Reno has no such check); `linux`, `ns2`: true.
@@ -231,6 +247,7 @@ impl TcpConfig {
             rto_rearm: RtoRearm::Ack,
             rto_ssthresh: RtoSsthresh::Flight,
             partial_ack_timer: PartialAckTimer::Every,
+            full_ack_cwnd: FullAckCwnd::Flight,
             reno_recover_check: false,
         };
         match p {
@@ -245,6 +262,7 @@ impl TcpConfig {
                 clock_granularity: Duration::from_millis(200),
                 rto_rearm: RtoRearm::Head,
                 rto_ssthresh: RtoSsthresh::WindowOnce,
+                full_ack_cwnd: FullAckCwnd::Ssthresh,
                 reno_recover_check: true,
                 ..rfc
             },
@@ -260,6 +278,7 @@ impl TcpConfig {
                 rto_rearm: RtoRearm::FastRetransmit,
                 rto_ssthresh: RtoSsthresh::Window,
                 partial_ack_timer: PartialAckTimer::First,
+                full_ack_cwnd: FullAckCwnd::Ssthresh,
                 reno_recover_check: true,
                 ..rfc
             },

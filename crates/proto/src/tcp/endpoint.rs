@@ -24,7 +24,7 @@ use std::net::Ipv4Addr;
 
 use super::bytes::ByteStore;
 use super::cc::{AnyCc, CongestionControl, Window};
-use super::config::{PartialAckTimer, Recovery, RtoRearm, RtoSsthresh, TcpConfig};
+use super::config::{FullAckCwnd, PartialAckTimer, Recovery, RtoRearm, RtoSsthresh, TcpConfig};
 use super::ranges::RangeSet;
 use super::rtt::RttEstimator;
 use super::stats::TcpStats;
@@ -892,7 +892,9 @@ impl TcpEndpoint {
         let off = self.snd_nxt;
         let seg = self.send_range(now, off, off < self.snd_max);
         let end = off + u64::from(seg.payload_len);
-        self.limited_sent += end.saturating_sub(self.snd_una + self.win.cwnd).min(end - off);
+        self.limited_sent += end
+            .saturating_sub(self.snd_una + self.win.cwnd)
+            .min(end - off);
         Some(seg)
     }
 
@@ -1156,7 +1158,10 @@ impl TcpEndpoint {
                 // (RFC 6582 §3.2 step 3, option 1: min(ssthresh, max(FlightSize, SMSS) + SMSS)).
                 let flight = self.snd_max - self.snd_una;
                 self.win.cwnd = match self.config.recovery {
-                    Recovery::NewReno if !self.in_sack_recovery() => {
+                    Recovery::NewReno
+                        if !self.in_sack_recovery()
+                            && self.config.full_ack_cwnd == FullAckCwnd::Flight =>
+                    {
                         self.win.ssthresh.min(flight.max(self.smss) + self.smss)
                     }
                     _ => self.win.ssthresh,

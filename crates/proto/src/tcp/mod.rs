@@ -14,7 +14,9 @@ mod rtt;
 pub mod script;
 mod stats;
 
-pub use config::{CcAlgorithm, PartialAckTimer, Profile, Recovery, RtoRearm, RtoSsthresh, TcpConfig};
+pub use config::{
+    CcAlgorithm, FullAckCwnd, PartialAckTimer, Profile, Recovery, RtoRearm, RtoSsthresh, TcpConfig,
+};
 pub use endpoint::{State, TcpEndpoint};
 pub use ranges::RangeSet;
 pub use rtt::RttEstimator;

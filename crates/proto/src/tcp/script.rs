@@ -144,7 +144,10 @@ impl Script {
                 "profiles" => {
                     for name in rest.split_whitespace() {
                         script.profiles.push(parse_profile(name).ok_or_else(|| {
-                            err(number, format!("unknown profile `{name}` (rfc, linux, ns2)"))
+                            err(
+                                number,
+                                format!("unknown profile `{name}` (rfc, linux, ns2)"),
+                            )
                         })?);
                     }
                 }
@@ -248,7 +251,9 @@ fn parse_when(s: &str, line: usize) -> Result<When, ScriptError> {
 
 fn parse_event(s: &str, line: usize) -> Result<Event, ScriptError> {
     let mut words = s.split_whitespace();
-    let first = words.next().ok_or_else(|| err(line, "a time with no event"))?;
+    let first = words
+        .next()
+        .ok_or_else(|| err(line, "a time with no event"))?;
     let number = |w: Option<&str>| -> Result<u64, ScriptError> {
         w.and_then(|w| w.parse().ok())
             .ok_or_else(|| err(line, format!("`{first}` needs a byte count")))
@@ -294,7 +299,9 @@ fn parse_segment(s: &str, line: usize) -> Result<Expect, ScriptError> {
         None => (s, None),
     };
     let mut words = main.split_whitespace();
-    let flags = words.next().ok_or_else(|| err(line, "segment without flags"))?;
+    let flags = words
+        .next()
+        .ok_or_else(|| err(line, "segment without flags"))?;
     let mut e = Expect::default();
     let mut has_ack = false;
     for c in flags.chars() {
@@ -496,9 +503,9 @@ fn mismatches(e: &Expect, got: &TcpRepr) -> Vec<String> {
         out.push("sackOK".into());
     }
     if let Some((val, ecr)) = e.ts {
-        let ok = got.timestamp.is_some_and(|(v, c)| {
-            val.is_none_or(|x| x == v) && ecr.is_none_or(|x| x == c)
-        });
+        let ok = got
+            .timestamp
+            .is_some_and(|(v, c)| val.is_none_or(|x| x == v) && ecr.is_none_or(|x| x == c));
         if !ok {
             out.push("TS".into());
         }
@@ -729,7 +736,10 @@ impl Runner {
         } else {
             Err(err(
                 n,
-                format!("{field} is {got}, expected {op:?} {value} (at {:.6}s)", self.now.as_secs_f64()),
+                format!(
+                    "{field} is {got}, expected {op:?} {value} (at {:.6}s)",
+                    self.now.as_secs_f64()
+                ),
             ))
         }
     }

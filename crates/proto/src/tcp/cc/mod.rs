@@ -56,7 +56,7 @@ impl AnyCc {
     /// A controller for `algo`.
     pub fn new(algo: CcAlgorithm) -> Self {
         match algo {
-            CcAlgorithm::Reno => Self::Reno(Reno),
+            CcAlgorithm::Reno => Self::Reno(Reno::default()),
             CcAlgorithm::Cubic => Self::Cubic(Cubic::default()),
         }
     }
