@@ -201,6 +201,10 @@ tcp_config! {
     /// Limited transmit (RFC 3042): the first and second duplicate ACKs each let one new segment
     /// out beyond cwnd. Default: true (RFC 5681 §3.2 step 1 says SHOULD).
     limited_transmit: bool,
+    /// Limited transmit also sends the next segment when it is an old one (after a timeout's
+    /// go-back-N): ns-2's `send_one` sends `t_seqno_` whatever it is. RFC 3042 sends only new
+    /// data. Default: false; `ns2`: true.
+    limited_transmit_resends: bool,
     /// Extra restarts of the retransmission timer. Default: `"ack"` (RFC 6298 only); `linux`:
     /// `"head"`; `ns2`: `"fast_retransmit"`.
     rto_rearm: RtoRearm,
@@ -244,6 +248,7 @@ impl TcpConfig {
             dupthresh: 3,
             abc_segments: 1,
             limited_transmit: true,
+            limited_transmit_resends: false,
             rto_rearm: RtoRearm::Ack,
             rto_ssthresh: RtoSsthresh::Flight,
             partial_ack_timer: PartialAckTimer::Every,
@@ -275,6 +280,7 @@ impl TcpConfig {
                 initial_rto: Duration::from_secs(3),
                 min_rto: Duration::from_millis(200),
                 clock_granularity: Duration::from_millis(10),
+                limited_transmit_resends: true,
                 rto_rearm: RtoRearm::FastRetransmit,
                 rto_ssthresh: RtoSsthresh::Window,
                 partial_ack_timer: PartialAckTimer::First,

@@ -899,9 +899,10 @@ impl TcpEndpoint {
     }
 
     /// Limited transmit (RFC 3042 §2): after the first and the second duplicate ACK, one new
-    /// segment each beyond cwnd (FlightSize ≤ cwnd + 2·SMSS), never a retransmission.
+    /// segment each beyond cwnd (FlightSize ≤ cwnd + 2·SMSS); an old one only with
+    /// `limited_transmit_resends` (ns-2).
     fn limited_transmit_allowance(&self) -> u64 {
-        let new_data = self.snd_nxt == self.snd_max;
+        let new_data = self.snd_nxt == self.snd_max || self.config.limited_transmit_resends;
         if self.config.limited_transmit && self.recovery.is_none() && new_data {
             u64::from(self.dupacks.min(2)) * self.smss
         } else {
