@@ -34,6 +34,13 @@ enum Command {
     Model(model_cmd::ModelArgs),
     /// Measure simulator speed: events/s and simulated seconds per wall second.
     Bench(bench::BenchArgs),
+    /// Run packetdrill-style TCP scripts against satpep's endpoint (syntax: docs/tcp-scripts.md);
+    /// prints one line per script and exits 1 if any fails.
+    TcpScript {
+        /// Script files (`.pkt`).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -55,5 +62,33 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Emu(args) => emu_cmd::run(args),
         Command::Model(args) => model_cmd::run(args),
+        Command::TcpScript { files } => tcp_script(&files),
+    }
+}
+
+fn tcp_script(files: &[PathBuf]) -> ExitCode {
+    use satpep_proto::tcp::script::Script;
+    let mut failed = 0;
+    for f in files {
+        let outcome = std::fs::read_to_string(f)
+            .map_err(|e| e.to_string())
+            .and_then(|text| {
+                Script::parse(&text)
+                    .and_then(|s| s.run())
+                    .map_err(|e| e.to_string())
+            });
+        match outcome {
+            Ok(()) => println!("ok   {}", f.display()),
+            Err(e) => {
+                failed += 1;
+                println!("FAIL {}: {e}", f.display());
+            }
+        }
+    }
+    if failed > 0 {
+        eprintln!("{failed} of {} scripts failed", files.len());
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     }
 }
