@@ -239,4 +239,19 @@ mod tests {
         assert_eq!(r.read(1, &mut out), 1);
         assert_eq!(out, b"x");
     }
+
+    #[test]
+    fn peek_copies_only_what_is_held_and_never_below_base() {
+        let mut r = RecvBytes::new(16);
+        r.write(1, b"hello");
+        let mut out = Vec::new();
+        assert_eq!(r.peek(3, 100, &mut out), 3, "only offsets 3..6 are held");
+        assert_eq!(out, b"llo");
+        r.discard_to(3);
+        out.clear();
+        assert_eq!(r.peek(2, 2, &mut out), 0, "offset 2 is below base");
+        assert_eq!(r.peek(9, 2, &mut out), 0, "nothing held at 9");
+        assert!(out.is_empty());
+        assert_eq!(r.len(), 3, "peeking reads nothing");
+    }
 }

@@ -574,6 +574,41 @@ fn payload_length_disagreeing_with_the_header_is_counted_and_not_delivered() {
     assert_eq!(b.bytes_delivered(), 11);
 }
 
+/// A relay peeks only in-order bytes: data held beyond a hole (and the hole itself) is not
+/// handed on until the hole is filled.
+#[test]
+fn peek_bytes_stops_at_the_first_hole() {
+    let (mut a, mut b) = real_bytes_pair(true);
+    let now = at_ms(1);
+    let data: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+    assert_eq!(a.send_bytes(now, &data), 3000);
+    let mut segs = Vec::new();
+    while let Some(seg) = a.poll_transmit(now) {
+        let mut p = Vec::new();
+        assert!(a.copy_payload(&seg, &mut p));
+        segs.push((seg, p));
+    }
+    assert!(segs.len() >= 3, "{} segments", segs.len());
+    // The second segment is lost; the first and the rest arrive.
+    for (i, (seg, p)) in segs.iter().enumerate() {
+        if i != 1 {
+            b.handle_segment_with_payload(now, seg, Some(p));
+        }
+    }
+    let first = segs[0].0.payload_len as usize;
+    let mut out = Vec::new();
+    assert_eq!(b.peek_bytes(0, 1 << 20, &mut out), first);
+    assert_eq!(out, &data[..first]);
+    out.clear();
+    assert_eq!(b.peek_bytes(10, 1 << 20, &mut out), first - 10);
+    assert_eq!(out, &data[10..first]);
+    // The hole filled: everything is in order.
+    b.handle_segment_with_payload(now, &segs[1].0, Some(&segs[1].1));
+    out.clear();
+    assert_eq!(b.peek_bytes(0, 1 << 20, &mut out), 3000);
+    assert_eq!(out, data);
+}
+
 #[test]
 fn virtual_mode_ignores_real_bytes_and_real_mode_refuses_virtual_writes() {
     let mut a = TcpEndpoint::new(TcpConfig::default(), (A, 40000), (B, 80), 1000);
