@@ -198,6 +198,12 @@ tcp_config! {
     /// the window grows 1.5× per RTT. `linux`: no limit (`tcp_slow_start` adds every segment
     /// acknowledged: 2× per RTT with delayed ACKs); see docs/validation.md.
     abc_segments: u32,
+    /// Congestion avoidance (Reno) counts bytes acknowledged (RFC 3465 §2.1: one SMSS per
+    /// cwnd of data acknowledged), not ACKs (RFC 5681 eq. 3: SMSS²/cwnd per ACK, about half a
+    /// segment per RTT with delayed ACKs). Default: false; `linux`: true (`tcp_cong_avoid_ai`
+    /// counts segments acknowledged, measured 0.92 segments per RTT against the model's 0.48
+    /// through the emulator: docs/validation.md).
+    ca_byte_counting: bool,
     /// Limited transmit (RFC 3042): the first and second duplicate ACKs each let one new segment
     /// out beyond cwnd. Default: true (RFC 5681 §3.2 step 1 says SHOULD).
     limited_transmit: bool,
@@ -220,6 +226,12 @@ tcp_config! {
     /// outstanding at the last one (RFC 6582 §3.2 step 1 applied to Reno; ns-2's `bugFix_`).
     /// Default: false (RFC 5681 Reno has no such check); `linux`, `ns2`: true.
     reno_recover_check: bool,
+    /// The recover check also holds back a fast retransmit when the cumulative ACK is exactly
+    /// what was outstanding (ns-2: `highest_ack_ <= recover_` unless `less_careful_`); RFC 6582
+    /// lets an ACK that covers it through. After a spurious timeout the go-back-N duplicates
+    /// arrive exactly there, and ns-2 does not halve again (bench/peers/compare-ns2-return.sh,
+    /// 9.6 kb/s return link). Default: false; `ns2`: true.
+    recover_inclusive: bool,
 }
 
 impl TcpConfig {
@@ -247,6 +259,7 @@ impl TcpConfig {
             clock_granularity: Duration::from_millis(1),
             dupthresh: 3,
             abc_segments: 1,
+            ca_byte_counting: false,
             limited_transmit: true,
             limited_transmit_resends: false,
             rto_rearm: RtoRearm::Ack,
@@ -254,6 +267,7 @@ impl TcpConfig {
             partial_ack_timer: PartialAckTimer::Every,
             full_ack_cwnd: FullAckCwnd::Flight,
             reno_recover_check: false,
+            recover_inclusive: false,
         };
         match p {
             Profile::Rfc => rfc,
@@ -264,6 +278,7 @@ impl TcpConfig {
                 min_rto: Duration::from_millis(200),
                 max_rto: Duration::from_secs(120),
                 abc_segments: u32::MAX,
+                ca_byte_counting: true,
                 clock_granularity: Duration::from_millis(200),
                 rto_rearm: RtoRearm::Head,
                 rto_ssthresh: RtoSsthresh::WindowOnce,
@@ -286,6 +301,7 @@ impl TcpConfig {
                 partial_ack_timer: PartialAckTimer::First,
                 full_ack_cwnd: FullAckCwnd::Ssthresh,
                 reno_recover_check: true,
+                recover_inclusive: true,
                 ..rfc
             },
         }

@@ -129,6 +129,8 @@ pub struct TcpEndpoint {
     recovery: Option<FastRecovery>,
     /// `recover` of the last recovery, to avoid false fast retransmits (RFC 6582 §3.2 step 1).
     last_recover: u64,
+    /// `last_recover` was set by a timeout (not by the end of a fast recovery).
+    recover_by_rto: bool,
     scoreboard: RangeSet,
     /// A segment at this offset must be (re)sent next: fast retransmit or NewReno partial ACK.
     rtx_now: Option<u64>,
@@ -196,7 +198,7 @@ impl TcpEndpoint {
             0
         };
         Self {
-            cc: AnyCc::new(config.cc),
+            cc: AnyCc::new(config.cc, config.ca_byte_counting),
             win: Window {
                 cwnd: mss,
                 ssthresh,
@@ -229,6 +231,7 @@ impl TcpEndpoint {
             dupacks: 0,
             recovery: None,
             last_recover: 0,
+            recover_by_rto: false,
             scoreboard: RangeSet::default(),
             rtx_now: None,
             cwnd_limited: false,
@@ -1168,6 +1171,7 @@ impl TcpEndpoint {
                     _ => self.win.ssthresh,
                 };
                 self.last_recover = rec.recover;
+                self.recover_by_rto = false;
                 self.stats.recovery_ns += now.saturating_since(rec.since).as_nanos();
                 self.recovery = None;
             }
@@ -1237,8 +1241,13 @@ impl TcpEndpoint {
         // there until every old hole is repaired.
         // `last_recover` is one past the last byte then sent, so an ACK of exactly it already
         // "covers more than recover" in RFC 6582's terms.
+        // ns-2's Sack1 clears `recover_` when a fast recovery ends, so its inclusive check
+        // holds only after a timeout.
+        let inclusive = self.config.recover_inclusive && (!self.uses_sack() || self.recover_by_rto);
+        let below_recover =
+            self.snd_una < self.last_recover || (inclusive && self.snd_una == self.last_recover);
         if (self.config.recovery != Recovery::Reno || self.config.reno_recover_check)
-            && self.snd_una < self.last_recover
+            && below_recover
             && self.last_recover > 0
         {
             return;
@@ -1303,6 +1312,7 @@ impl TcpEndpoint {
             self.stats.recovery_ns += now.saturating_since(rec.since).as_nanos();
         }
         self.last_recover = self.snd_max;
+        self.recover_by_rto = true;
         self.dupacks = 0;
         self.rtx_now = None;
         self.rtt_timing = None;

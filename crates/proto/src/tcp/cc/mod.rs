@@ -53,10 +53,11 @@ pub enum AnyCc {
 }
 
 impl AnyCc {
-    /// A controller for `algo`.
-    pub fn new(algo: CcAlgorithm) -> Self {
+    /// A controller for `algo`; `ca_byte_counting`: Reno counts bytes acknowledged, not ACKs,
+    /// in congestion avoidance (CUBIC always counts segments acknowledged).
+    pub fn new(algo: CcAlgorithm, ca_byte_counting: bool) -> Self {
         match algo {
-            CcAlgorithm::Reno => Self::Reno(Reno::default()),
+            CcAlgorithm::Reno => Self::Reno(Reno::new(ca_byte_counting)),
             CcAlgorithm::Cubic => Self::Cubic(Cubic::default()),
         }
     }

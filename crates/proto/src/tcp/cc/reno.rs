@@ -11,6 +11,21 @@ pub struct Reno {
     /// share down cost 3 % of growth at 70 segments and 27 % at 528 (2.74 bytes per ACK taken
     /// as 2), measured against ns-2's `cwnd_ += 1/cwnd_` (bench/peers/compare-ns2.sh).
     remainder: u64,
+    /// Count bytes, not ACKs, in congestion avoidance (RFC 3465 §2.1; Linux's
+    /// `tcp_cong_avoid_ai` counts segments acknowledged): one SMSS per window of data
+    /// acknowledged, whatever the ACK ratio. RFC 5681 eq. 3 adds SMSS²/cwnd per ACK, so with
+    /// delayed ACKs the window grows about half a segment per RTT.
+    byte_counting: bool,
+}
+
+impl Reno {
+    /// Reno, counting ACKs (RFC 5681 eq. 3) or bytes (RFC 3465) in congestion avoidance.
+    pub fn new(byte_counting: bool) -> Self {
+        Self {
+            remainder: 0,
+            byte_counting,
+        }
+    }
 }
 
 impl CongestionControl for Reno {
@@ -20,7 +35,8 @@ impl CongestionControl for Reno {
         } else {
             // RFC 5681 eq. 3: cwnd += SMSS·SMSS/cwnd per ACK, the fraction carried forward.
             let cwnd = w.cwnd.max(1);
-            self.remainder += w.mss * w.mss;
+            let unit = if self.byte_counting { acked } else { w.mss };
+            self.remainder += unit * w.mss;
             let grow = self.remainder / cwnd;
             self.remainder -= grow * cwnd;
             w.cwnd += grow;
@@ -52,7 +68,7 @@ mod tests {
             mss: 1000,
             abc_limit: 1000,
         };
-        let mut r = Reno::default();
+        let mut r = Reno::new(false);
         r.on_ack(Instant::ZERO, 1000, &mut w, None);
         assert_eq!(w.cwnd, 2000);
         // One delayed ACK for two segments: RFC 5681 counts one SMSS, RFC 3465 with L = 2 both.
@@ -88,7 +104,7 @@ mod tests {
                 mss,
                 abc_limit: mss,
             };
-            let mut r = Reno::default();
+            let mut r = Reno::new(false);
             for _ in 0..segments {
                 r.on_ack(Instant::ZERO, mss, &mut w, None);
             }
@@ -97,6 +113,31 @@ mod tests {
             let grown = w.cwnd - start;
             let low = mss - mss / segments - 1;
             assert!((low..=mss).contains(&grown), "{segments}: grew {grown}");
+        }
+    }
+
+    /// With delayed ACKs (one ACK per two segments) RFC 5681 eq. 3 grows the window by half a
+    /// segment per window of data; byte counting (RFC 3465, Linux) by a whole one.
+    #[test]
+    fn byte_counting_grows_one_smss_per_window_whatever_the_ack_ratio() {
+        let mss = 1000;
+        for (byte_counting, expect) in [(false, mss / 2), (true, mss)] {
+            let start = 100 * mss;
+            let mut w = Window {
+                cwnd: start,
+                ssthresh: 0,
+                mss,
+                abc_limit: mss,
+            };
+            let mut r = Reno::new(byte_counting);
+            for _ in 0..50 {
+                r.on_ack(Instant::ZERO, 2 * mss, &mut w, None);
+            }
+            let grown = w.cwnd - start;
+            assert!(
+                (expect - expect / 50 - 1..=expect).contains(&grown),
+                "byte_counting {byte_counting}: grew {grown}, expected about {expect}"
+            );
         }
     }
 }

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The `satpep emu --client` command of run.sh: runs in the sender's (srv) namespace.
+#   emu_client.sh SERVER_ADDR CC SECONDS EXTRA_DIR
+# Records the namespace's TCP settings, samples `ss -ti` every 100 ms while iperf3 sends for
+# SECONDS with congestion control CC, then the namespace's TCP counters (nstat: HyStart exits,
+# timeouts, loss probes, recoveries...). iperf3's JSON goes to stdout (client.log).
+set -u
+srv=$1 cc=$2 secs=$3 x=$4
+here=$(dirname "$0")
+{
+    echo "# uname -r: $(uname -r)"
+    echo "# namespace: $(ip netns identify $$ 2>/dev/null)"
+    sysctl -a 2>/dev/null | grep -E '^net\.(ipv4\.tcp_|core\.(default_qdisc|rmem|wmem))'
+    for p in /sys/module/tcp_cubic/parameters/*; do echo "tcp_cubic.$(basename "$p") = $(cat "$p")"; done
+    echo "# tc qdisc show"; tc qdisc show
+    echo "# ip -d link show satpep0"; ip -d link show satpep0
+} >"$x/sysctl.txt" 2>&1
+python3 "$here/ss_sample.py" "$x/ss.csv" 0.1 &
+s=$!
+iperf3 -c "$srv" -C "$cc" -t "$secs" -J
+rc=$?
+kill -TERM $s; wait $s
+nstat -asz >"$x/nstat.txt" 2>&1
+exit $rc
