@@ -26,7 +26,7 @@ pub enum MiddleboxConfig {
     Supercharger(crate::supercharger::SuperChargerConfig),
     /// Split-TCP relay: terminates the opener's connection and carries the data on a second one;
     /// see [`crate::pep::SplitRelay`].
-    SplitTcp(crate::pep::SplitConfig),
+    SplitTcp(Box<crate::pep::SplitConfig>),
     /// Snoop: caches data toward the satellite side and retransmits locally; see
     /// [`crate::snoop`].
     Snoop(crate::snoop::SnoopConfig),
@@ -100,7 +100,7 @@ impl Middlebox {
                 Self::Supercharger(Box::new(crate::supercharger::SuperCharger::new(c.clone())))
             }
             MiddleboxConfig::SplitTcp(c) => {
-                Self::SplitTcp(Box::new(crate::pep::SplitRelay::new(c.clone())))
+                Self::SplitTcp(Box::new(crate::pep::SplitRelay::new((**c).clone())))
             }
             MiddleboxConfig::Snoop(c) => Self::Snoop(Box::new(crate::snoop::Snoop::new(c.clone()))),
             MiddleboxConfig::DupackDelay(c) => {
