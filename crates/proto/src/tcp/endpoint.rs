@@ -526,7 +526,7 @@ impl TcpEndpoint {
             State::SynSent => seg.ack == Some(self.iss + 1),
             _ => {
                 let off = self.rcv_offset(seg.seq);
-                let window_end = self.rcv_adv.max(self.rcv_nxt + 1) as i64;
+                let window_end = self.rcv_adv.max(self.rcv_nxt) as i64;
                 if off == self.rcv_nxt as i64 {
                     true
                 } else {

@@ -574,6 +574,38 @@ fn payload_length_disagreeing_with_the_header_is_counted_and_not_delivered() {
     assert_eq!(b.bytes_delivered(), 11);
 }
 
+/// The sender's progress getters follow what was written, sent for the first time and
+/// acknowledged (the FIN included in `all_acked`).
+#[test]
+fn sender_progress_getters_count_bytes() {
+    let (mut a, mut b) = real_bytes_pair(true);
+    let now = at_ms(1);
+    assert!(a.all_acked());
+    assert_eq!(a.send_bytes(now, &[7u8; 2500]), 2500);
+    assert_eq!(
+        (a.bytes_written(), a.bytes_sent_new(), a.bytes_acked()),
+        (2500, 0, 0)
+    );
+    let mut segs = Vec::new();
+    while let Some(seg) = a.poll_transmit(now) {
+        let mut p = Vec::new();
+        assert!(a.copy_payload(&seg, &mut p));
+        segs.push((seg, p));
+    }
+    assert_eq!(a.bytes_sent_new(), 2500);
+    assert!(!a.all_acked());
+    for (seg, p) in &segs {
+        b.handle_segment_with_payload(now, seg, Some(p));
+    }
+    shuttle(&mut a, &mut b, now);
+    assert_eq!(a.bytes_acked(), 2500);
+    assert!(a.all_acked());
+    a.close(now);
+    assert!(!a.all_acked(), "the FIN is not yet acknowledged");
+    shuttle(&mut a, &mut b, now);
+    assert!(a.all_acked());
+}
+
 /// A relay peeks only in-order bytes: data held beyond a hole (and the hole itself) is not
 /// handed on until the hole is filled.
 #[test]
