@@ -606,6 +606,21 @@ fn sender_progress_getters_count_bytes() {
     assert!(a.all_acked());
 }
 
+/// The application cannot write before an open, nor after `close` (the FIN ends the stream).
+#[test]
+fn writes_before_open_and_after_close_are_refused() {
+    let now = at_ms(1);
+    let mut closed = TcpEndpoint::new(TcpConfig::default(), (A, 40000), (B, 80), 1000);
+    assert_eq!(closed.send(now, 100), 0, "closed");
+    closed.listen();
+    assert_eq!(closed.send(now, 100), 0, "listening");
+    let (mut a, _b) = real_bytes_pair(false);
+    assert_eq!(a.send_bytes(now, b"before"), 6);
+    a.close(now);
+    assert_eq!(a.send_bytes(now, b"after"), 0);
+    assert_eq!(a.bytes_written(), 6);
+}
+
 /// A relay peeks only in-order bytes: data held beyond a hole (and the hole itself) is not
 /// handed on until the hole is filled.
 #[test]
