@@ -846,7 +846,7 @@ impl TcpEndpoint {
     fn poll_data(&mut self, now: Instant) -> Option<TcpRepr> {
         if let Some(off) = self.rtx_now.take() {
             if off < self.snd_max.min(self.data_end()) && off >= self.snd_una {
-                return Some(self.send_range(now, off, true));
+                return Some(self.send_range(now, off, self.smss, true));
             }
         }
         if std::mem::take(&mut self.probe_pending) && self.snd_una < self.data_end() {
@@ -893,7 +893,7 @@ impl TcpEndpoint {
             return None;
         }
         let off = self.snd_nxt;
-        let seg = self.send_range(now, off, off < self.snd_max);
+        let seg = self.send_range(now, off, len, off < self.snd_max);
         let end = off + u64::from(seg.payload_len);
         self.limited_sent += end
             .saturating_sub(self.snd_una + self.win.cwnd)
@@ -913,9 +913,11 @@ impl TcpEndpoint {
         }
     }
 
-    /// Send up to one segment starting at `off`, stopping before SACKed data.
-    fn send_range(&mut self, now: Instant, off: u64, retransmission: bool) -> TcpRepr {
-        let mut end = (off + self.smss).min(self.data_end());
+    /// Send up to `max` bytes (at most one segment) starting at `off`, stopping before SACKed
+    /// data. `max` is what the window allows: sender SWS avoidance may let a segment shorter
+    /// than SMSS out (half the largest window), and it must then stay inside the window.
+    fn send_range(&mut self, now: Instant, off: u64, max: u64, retransmission: bool) -> TcpRepr {
+        let mut end = (off + max.min(self.smss)).min(self.data_end());
         if let Some((s, _)) = self.scoreboard.next_from(off) {
             if s > off {
                 end = end.min(s);
@@ -964,7 +966,7 @@ impl TcpEndpoint {
             }
         }
         if s < boundary && s < self.snd_max {
-            let seg = self.send_range(now, s, true);
+            let seg = self.send_range(now, s, self.smss, true);
             let end = s + u64::from(seg.payload_len);
             if let Some(r) = self.recovery.as_mut() {
                 r.high_rxt = end;
@@ -978,7 +980,7 @@ impl TcpEndpoint {
             if self.snd_max + len <= self.snd_una + self.snd_wnd {
                 self.snd_nxt = self.snd_max;
                 let off = self.snd_max;
-                return Some(self.send_range(now, off, false));
+                return Some(self.send_range(now, off, self.smss, false));
             }
         }
         None
