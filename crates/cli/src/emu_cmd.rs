@@ -34,9 +34,13 @@ pub struct EmuArgs {
     /// Random seed (same as `--set seed=N`).
     #[arg(long)]
     seed: Option<u64>,
-    /// Output directory. Default: results/<scenario>-emu-<pid>/
+    /// Output directory. Default: results/<scenario>-emu-<pid>/. It must be empty or new,
+    /// unless `--force`.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Replace the contents of a non-empty `--out` that holds earlier satpep results.
+    #[arg(long)]
+    force: bool,
     /// Run the loop under the normal scheduler instead of SCHED_FIFO.
     #[arg(long)]
     no_realtime: bool,
@@ -72,8 +76,16 @@ pub fn run(args: EmuArgs) -> ExitCode {
     }
     let sc = &loaded.scenario;
     let out = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from("results").join(format!("{}-emu-{}", sc.name, std::process::id()))
+        PathBuf::from("results").join(format!(
+            "{}-emu-{}",
+            crate::sim_cmd::path_safe(&sc.name),
+            std::process::id()
+        ))
     });
+    if let Err(e) = crate::outdir::prepare(&out, args.force) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     let opts = EmuOptions {
         server: args.server.clone(),
         client: args.client.clone(),

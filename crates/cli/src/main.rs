@@ -3,6 +3,7 @@
 mod bench;
 mod emu_cmd;
 mod model_cmd;
+mod outdir;
 mod sim_cmd;
 
 use std::path::PathBuf;

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration as StdDuration;
 
-use satpep_output::{LinkSummary, Summary};
+use satpep_output::{LinkSummary, RunStatus, Summary};
 use satpep_proto::{Duration, Instant};
 use satpep_scenario::{NodeKind, Scenario};
 use satpep_sim::Outputs;
@@ -345,6 +345,15 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
         base: Summary {
             scenario: scenario.name.clone(),
             seed: scenario.seed,
+            // A signal is the normal end of a run without a client and without a duration;
+            // otherwise it cut the run short.
+            status: if matches!(stop, Stop::Signal)
+                && (opts.client.is_some() || opts.duration.is_some())
+            {
+                RunStatus::Interrupted
+            } else {
+                RunStatus::Complete
+            },
             sim_time_s: now.as_secs_f64(),
             events: counters.rx_packets + wakeups,
             flows: Vec::new(),

@@ -26,7 +26,10 @@ pub struct Summary {
     pub scenario: String,
     /// Seed of the run's random generators.
     pub seed: u64,
-    /// Simulated (or emulated) time covered (s).
+    /// Whether the run reached its planned end or was stopped by a signal at `sim_time_s`.
+    pub status: RunStatus,
+    /// Simulated (or emulated) time covered (s): the stop time of an interrupted run.
+    #[serde(serialize_with = "dec9")]
     pub sim_time_s: f64,
     /// Events processed by the driver (simulator: event-queue pops; emulator: packets + timers).
     pub events: u64,
@@ -34,6 +37,17 @@ pub struct Summary {
     pub flows: Vec<FlowSummary>,
     /// One entry per link, in scenario order.
     pub links: Vec<LinkSummary>,
+}
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// It ran to its duration, or until every flow was done.
+    #[default]
+    Complete,
+    /// SIGINT or SIGTERM stopped it early: the totals cover `sim_time_s` only.
+    Interrupted,
 }
 
 /// Totals of one TCP flow.
@@ -50,15 +64,18 @@ pub struct FlowSummary {
     /// Loss recovery scheme (e.g. `"newreno"`, `"sack"`).
     pub recovery: String,
     /// When the flow's application started (s since scenario start).
+    #[serde(serialize_with = "dec9")]
     pub start_s: f64,
     /// From start to the last byte acknowledged (bulk transfer) or the last response received
     /// (request/response) (s); `None` when the flow had not finished by the end of the run.
+    #[serde(serialize_with = "opt_dec9")]
     pub completion_time_s: Option<f64>,
     /// Bytes cumulatively acknowledged to the sender.
     pub bytes_acked: u64,
     /// Bytes delivered in order to the receiving application.
     pub bytes_delivered: u64,
     /// `bytes_delivered × 8 / (completion or end of run − start)` (bit/s); see [`goodput_bps`].
+    #[serde(serialize_with = "dec3")]
     pub goodput_bps: f64,
     /// Data segments sent, retransmissions included.
     pub segments_sent: u64,
@@ -72,6 +89,7 @@ pub struct FlowSummary {
     pub dup_acks: u64,
     /// Mean of the smoothed RTT (RFC 6298 `SRTT`) over its updates (ms); `None` when the flow
     /// never took an RTT sample.
+    #[serde(serialize_with = "opt_dec6")]
     pub mean_srtt_ms: Option<f64>,
     /// Largest congestion window reached (bytes).
     pub max_cwnd_bytes: u64,
@@ -89,8 +107,10 @@ pub struct LinkSummary {
     /// Serialisation rate (bit/s).
     pub rate_bps: u64,
     /// One-way propagation delay (ms).
+    #[serde(serialize_with = "dec6")]
     pub delay_ms: f64,
     /// Fraction of the run the serialiser was busy, 0 to 1.
+    #[serde(serialize_with = "dec9")]
     pub utilisation: f64,
     /// Packets that left the link.
     pub delivered_packets: u64,
@@ -101,10 +121,12 @@ pub struct LinkSummary {
     /// Packets dropped by the error model.
     pub error_drops: u64,
     /// Time-weighted mean queue length (packets).
+    #[serde(serialize_with = "dec6")]
     pub mean_queue_packets: f64,
     /// Largest queue length seen (packets).
     pub max_queue_packets: u64,
     /// Time-weighted mean queue length (bytes).
+    #[serde(serialize_with = "dec3")]
     pub mean_queue_bytes: f64,
 }
 
@@ -164,10 +186,62 @@ pub fn write_run_json(
     Ok(path)
 }
 
+/// `x` rounded to `decimals` places, so that float noise (`30.514627500000003`) never reaches
+/// a file: times are then exact to the nanosecond, and `serde_json`'s shortest form prints no
+/// more than `decimals` places. Values too large for the scaling to be exact are left as they
+/// are (they have no fractional noise at that precision anyway).
+fn rounded(x: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    let scaled = x * scale;
+    if !scaled.is_finite() || scaled.abs() >= 2f64.powi(52) {
+        return x;
+    }
+    let r = scaled.round() / scale;
+    if r == 0.0 {
+        0.0 // no "-0.0"
+    } else {
+        r
+    }
+}
+
+fn dec9<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(rounded(*x, 9))
+}
+
+fn dec6<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(rounded(*x, 6))
+}
+
+fn dec3<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(rounded(*x, 3))
+}
+
+fn opt_dec9<S: serde::Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    x.map(|v| rounded(v, 9)).serialize(s)
+}
+
+fn opt_dec6<S: serde::Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    x.map(|v| rounded(v, 6)).serialize(s)
+}
+
+/// Writes `path` so that a reader never sees half a file: the text goes to a temporary file
+/// beside it, which is then renamed over `path` (atomic on POSIX file systems).
+pub(crate) fn write_atomic(path: &Path, text: &[u8]) -> io::Result<()> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(".tmp");
+    let tmp = path.with_file_name(tmp_name);
+    fs::write(&tmp, text)?;
+    fs::rename(&tmp, path)
+}
+
 fn write_pretty(path: &Path, value: &impl Serialize) -> io::Result<()> {
     let mut text = serde_json::to_string_pretty(value)?;
     text.push('\n');
-    fs::write(path, text)
+    write_atomic(path, text.as_bytes())
 }
 
 #[cfg(test)]
@@ -199,6 +273,7 @@ pub(crate) mod tests {
         Summary {
             scenario: "geo".into(),
             seed: 7,
+            status: RunStatus::Complete,
             sim_time_s: 30.0,
             events: 123_456,
             flows: vec![
@@ -229,13 +304,40 @@ pub(crate) mod tests {
         let path = example().write_json(dir.path()).unwrap();
         let text = fs::read_to_string(&path).unwrap();
         assert!(text
-            .starts_with("{\n  \"scenario\": \"geo\",\n  \"seed\": 7,\n  \"sim_time_s\": 30.0,"));
+            .starts_with("{\n  \"scenario\": \"geo\",\n  \"seed\": 7,\n  \"status\": \"complete\",\n  \"sim_time_s\": 30.0,"));
         assert!(text.contains("\"completion_time_s\": null"));
         assert!(text.ends_with("}\n"));
         assert_eq!(Summary::read_json(&path).unwrap(), example());
         // Same value, same bytes.
         let again = example().write_json(dir.path()).unwrap();
         assert_eq!(fs::read_to_string(again).unwrap(), text);
+    }
+
+    /// Float noise from arithmetic never reaches the file; each key keeps the precision its
+    /// unit needs (ns for seconds, µs-of-ms… see the field attributes).
+    #[test]
+    fn floats_are_rounded_to_their_documented_decimals() {
+        let mut s = example();
+        s.sim_time_s = 0.1 + 0.2; // 0.30000000000000004
+        s.flows[0].completion_time_s = Some(30.514_627_500_000_003);
+        s.flows[0].goodput_bps = 2_621_440.123_456_7;
+        s.flows[0].mean_srtt_ms = Some(561.000_000_4);
+        s.links[0].utilisation = 1.0 / 3.0;
+        s.links[0].mean_queue_packets = -1e-12;
+        let dir = tempfile::tempdir().unwrap();
+        let text = fs::read_to_string(s.write_json(dir.path()).unwrap()).unwrap();
+        for want in [
+            "\"sim_time_s\": 0.3,",
+            "\"completion_time_s\": 30.5146275,",
+            "\"goodput_bps\": 2621440.123,",
+            "\"mean_srtt_ms\": 561.0,",
+            "\"utilisation\": 0.333333333,",
+            "\"mean_queue_packets\": 0.0,",
+        ] {
+            assert!(text.contains(want), "{want} not in\n{text}");
+        }
+        assert!(!dir.path().join(".summary.json.tmp").exists());
+        assert_eq!(rounded(1e300, 9), 1e300);
     }
 
     #[test]

@@ -19,6 +19,14 @@ pub enum ScenarioError {
         #[source]
         source: std::io::Error,
     },
+    /// A `run.json` given for replay is not one satpep wrote.
+    #[error("{path}: {message}")]
+    RunJson {
+        /// The path as given.
+        path: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// The scenario text, an override or a sweep is invalid.
     #[error("{0}")]
     Invalid(Box<Diagnostic>),
@@ -28,7 +36,7 @@ impl ScenarioError {
     /// Where the problem is (file name, `<built-in>` or the `--set` assignment), if known.
     pub fn origin(&self) -> &str {
         match self {
-            Self::Read { path, .. } => path,
+            Self::Read { path, .. } | Self::RunJson { path, .. } => path,
             Self::Invalid(d) => &d.origin,
         }
     }
@@ -36,7 +44,7 @@ impl ScenarioError {
     /// 1-based line of the offending key, when it comes from a file.
     pub fn line(&self) -> Option<usize> {
         match self {
-            Self::Read { .. } => None,
+            Self::Read { .. } | Self::RunJson { .. } => None,
             Self::Invalid(d) => d.line,
         }
     }
@@ -44,7 +52,7 @@ impl ScenarioError {
     /// Full dotted key path, arrays of tables addressed by element name (`link.forward.rate`).
     pub fn key(&self) -> Option<&str> {
         match self {
-            Self::Read { .. } => None,
+            Self::Read { .. } | Self::RunJson { .. } => None,
             Self::Invalid(d) => d.key.as_deref(),
         }
     }
@@ -53,6 +61,7 @@ impl ScenarioError {
     pub fn message(&self) -> String {
         match self {
             Self::Read { source, .. } => source.to_string(),
+            Self::RunJson { message, .. } => message.clone(),
             Self::Invalid(d) => d.message.clone(),
         }
     }

@@ -74,6 +74,29 @@ pub fn load_str(text: &str, origin: &str, overrides: &[String]) -> Result<Loaded
     load(text, origin, &stem, overrides)
 }
 
+/// Load the scenario recorded in a `run.json` (its `"scenario"` object: every key resolved),
+/// to repeat that run exactly. No overrides: a replay is the recorded run, nothing else.
+pub fn load_run_json(path: &Path) -> Result<Loaded, ScenarioError> {
+    let origin = path.display().to_string();
+    let bad = |message: String| ScenarioError::RunJson {
+        path: origin.clone(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+        path: origin.clone(),
+        source,
+    })?;
+    let run: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let scenario = run
+        .get("scenario")
+        .ok_or_else(|| bad("no \"scenario\" object (is this a run.json?)".into()))?;
+    let table = Table::try_from(scenario).map_err(|e| bad(format!("\"scenario\": {e}")))?;
+    let toml_text =
+        toml::to_string(&table).map_err(|e| bad(format!("\"scenario\" as TOML: {e}")))?;
+    load(&toml_text, &format!("{origin} (scenario)"), "scenario", &[])
+}
+
 /// The built-in scenario (`scenarios/default.toml`): a GEO path with a slow return link and
 /// three bulk flows. Load it with `load_str(default_scenario_text(), "<built-in>", &[])`.
 pub fn default_scenario_text() -> &'static str {

@@ -2,9 +2,10 @@
 
 use std::io;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use satpep_output::{
-    FlowSample, FlowSummary, LinkSample, LinkSummary, PcapTrace, SeriesWriter, Summary,
+    FlowSample, FlowSummary, LinkSample, LinkSummary, PcapTrace, RunStatus, SeriesWriter, Summary,
 };
 use satpep_proto::dama::DamaLink;
 use satpep_proto::link::{Link, LinkStats};
@@ -151,6 +152,13 @@ pub struct RunResult {
     pub data_packets: u64,
 }
 
+impl RunResult {
+    /// Whether a stop request ended the run before its planned end.
+    pub fn interrupted(&self) -> bool {
+        self.summary.status == RunStatus::Interrupted
+    }
+}
+
 const TICK_SAMPLE: u32 = 0;
 
 /// A simulation built from a scenario.
@@ -170,6 +178,12 @@ pub struct Simulation {
     flows: Vec<FlowLoc>,
     outputs: Option<Outputs>,
     last_link_bytes: Vec<u64>,
+    /// When the series were last sampled: the end of a run samples only if time moved on
+    /// since (a run ending on a tick would otherwise write that instant twice), and a last,
+    /// shorter interval divides by its true length.
+    last_sample: Option<Instant>,
+    /// A stop request ended the run early.
+    interrupted: bool,
     max_cwnd: Vec<u64>,
     done_flows: usize,
     /// Finished openers per host node, to notice new ones cheaply.
@@ -351,6 +365,8 @@ impl Simulation {
         }
         Self {
             last_link_bytes: vec![0; scenario.links.len()],
+            last_sample: None,
+            interrupted: false,
             max_cwnd: vec![0; n_flows],
             scenario: scenario.clone(),
             q,
@@ -405,10 +421,26 @@ impl Simulation {
 
     /// Run to the scenario's end (its duration, or earlier when every flow is done and
     /// `stop_when_done` is set), calling `progress` with the virtual time now and then.
-    pub fn run(mut self, mut progress: impl FnMut(Instant)) -> io::Result<RunResult> {
+    pub fn run(self, progress: impl FnMut(Instant)) -> io::Result<RunResult> {
+        self.run_stoppable(progress, &AtomicBool::new(false))
+    }
+
+    /// [`Simulation::run`] that also ends, cleanly, once `stop` is set (a signal handler sets
+    /// it): the last sample and the summary are written as at a normal end, and the summary
+    /// says [`RunStatus::Interrupted`] with the virtual time reached. `stop` is checked every
+    /// 100 ms of virtual time.
+    pub fn run_stoppable(
+        mut self,
+        mut progress: impl FnMut(Instant),
+        stop: &AtomicBool,
+    ) -> io::Result<RunResult> {
         let end = Instant::ZERO + self.scenario.duration;
         let mut next_report = Instant::ZERO;
         while self.q.now() < end {
+            if stop.load(Ordering::Relaxed) {
+                self.interrupted = true;
+                break;
+            }
             let step_end = (self.q.now() + Duration::from_millis(100)).min(end);
             self.run_until(step_end);
             if self.q.now() >= next_report {
@@ -730,6 +762,10 @@ impl Simulation {
     /// but the opener is reported, as its cwnd is what the table shows.
     fn sample(&mut self) {
         let now = self.q.now();
+        if self.last_sample == Some(now) {
+            return;
+        }
+        let since = self.last_sample.replace(now);
         for i in 0..self.flows.len() {
             let ep = self.opener(i);
             self.max_cwnd[i] = self.max_cwnd[i].max(ep.cwnd());
@@ -756,7 +792,10 @@ impl Simulation {
                 retransmissions: ep.stats().retransmissions,
             });
         }
-        let interval = self.scenario.output.interval.as_secs_f64();
+        let interval = match since {
+            Some(t) => now.saturating_since(t).as_secs_f64(),
+            None => self.scenario.output.interval.as_secs_f64(),
+        };
         let mut links = Vec::with_capacity(self.link_node.len());
         self.write_dama_and_rtt(now);
         for i in 0..self.link_node.len() {
@@ -855,6 +894,11 @@ impl Simulation {
         Summary {
             scenario: sc.name.clone(),
             seed: sc.seed,
+            status: if self.interrupted {
+                RunStatus::Interrupted
+            } else {
+                RunStatus::Complete
+            },
             sim_time_s: now.as_secs_f64(),
             events: self.q.processed(),
             flows,
