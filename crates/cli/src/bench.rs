@@ -13,8 +13,8 @@ pub struct BenchArgs {
     /// Simulated seconds per dumbbell run (the reference figure uses 60).
     #[arg(long, default_value_t = 60)]
     seconds: u64,
-    /// Flow counts for the dumbbell runs.
-    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 10, 100])]
+    /// Flow counts for the dumbbell runs: `--flows 1 10 100` or `--flows 1,10,100`.
+    #[arg(long, num_args = 1.., value_delimiter = ',', default_values_t = [1usize, 10, 100])]
     flows: Vec<usize>,
     /// Print one JSON object per run instead of a table.
     #[arg(long)]

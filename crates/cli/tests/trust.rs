@@ -237,3 +237,20 @@ fn replay_gives_byte_identical_outputs() {
     let o = satpep(&["sim", "--replay", "missing.json"], dir.path());
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// `--flows` takes several values, as its help shows, separated by spaces or commas.
+#[test]
+fn bench_takes_several_flow_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [&["1", "2"][..], &["1,2"][..]] {
+        let mut a = vec!["bench", "--json", "--seconds", "1", "--flows"];
+        a.extend_from_slice(args);
+        let o = satpep(&a, dir.path());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let names: Vec<String> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["scenario"].to_string())
+            .collect();
+        assert_eq!(names, ["\"dumbbell-1\"", "\"dumbbell-2\"", "\"default\""]);
+    }
+}
