@@ -69,6 +69,13 @@ fn main() -> ExitCode {
 
 fn tcp_script(files: &[PathBuf]) -> ExitCode {
     use satpep_proto::tcp::script::Script;
+    let missing: Vec<_> = files.iter().filter(|f| !f.is_file()).collect();
+    if !missing.is_empty() {
+        for f in missing {
+            eprintln!("error: {}: no such script file", f.display());
+        }
+        return ExitCode::from(2);
+    }
     let mut failed = 0;
     for f in files {
         let outcome = std::fs::read_to_string(f)

@@ -254,3 +254,20 @@ fn bench_takes_several_flow_counts() {
         assert_eq!(names, ["\"dumbbell-1\"", "\"dumbbell-2\"", "\"default\""]);
     }
 }
+
+/// Every command given a path that does not exist fails with exit 2 and names it.
+#[test]
+fn missing_paths_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["sim", "nope.toml"][..],
+        &["sim", "--replay", "nope/run.json"],
+        &["tcp-script", "nope.pkt"],
+        &["emu", "nope.toml"],
+    ] {
+        let o = satpep(args, dir.path());
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("nope"), "{args:?}: {stderr}");
+    }
+}

@@ -50,10 +50,10 @@ fn split_number(s: &str) -> Result<(f64, &str), UnitError> {
 pub fn parse_duration(s: &str) -> Result<Duration, UnitError> {
     let (v, unit) = split_number(s)?;
     let scale = match unit {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "" | "s" | "sec" => 1e9,
+        "ns" | "nsec" => 1.0,
+        "us" | "µs" | "usec" => 1e3,
+        "ms" | "msec" => 1e6,
+        "" | "s" | "sec" | "secs" => 1e9,
         "min" => 60e9,
         "h" => 3600e9,
         _ => {
@@ -65,22 +65,55 @@ pub fn parse_duration(s: &str) -> Result<Duration, UnitError> {
     to_u64(v * scale, s).map(Duration)
 }
 
-/// Parse a rate: `bps`, `kbps`, `Mbps`, `Gbps` (also `b/s`, `kb/s`, `Mb/s`, `Gb/s`); a bare
-/// number is bit/s.
+/// Parse a rate in bit/s, written as scenario files (`10Mbps`, `9.6 kb/s`), tc (`10mbit`,
+/// `512kbit`, `1gbit`) or iperf (`10M`, `500k`) write it: prefixes k, M, G, T are powers of ten,
+/// kibit/mibit/gibit powers of 1024, letter case is ignored; a bare number is bit/s. A unit
+/// with a capital `B` is bytes per second, which satpep does not take: the error says the
+/// bit/s value to write instead.
 pub fn parse_bitrate(s: &str) -> Result<Bitrate, UnitError> {
     let (v, unit) = split_number(s)?;
-    let scale = match unit {
-        "" | "bps" | "b/s" | "bit/s" => 1.0,
-        "kbps" | "Kbps" | "kb/s" | "kbit/s" => 1e3,
-        "Mbps" | "mbps" | "Mb/s" | "Mbit/s" => 1e6,
-        "Gbps" | "gbps" | "Gb/s" | "Gbit/s" => 1e9,
+    if unit.contains('B') {
+        return Err(UnitError(format!(
+            "`{s}` is bytes per second; satpep rates are in bits per second{}",
+            bytes_rate_hint(v, unit)
+        )));
+    }
+    let lower = unit.to_ascii_lowercase();
+    let prefix = lower
+        .strip_suffix("bps")
+        .or_else(|| lower.strip_suffix("b/s"))
+        .or_else(|| lower.strip_suffix("bit/s"))
+        .or_else(|| lower.strip_suffix("bit"))
+        .unwrap_or(&lower);
+    let scale = match prefix {
+        "" => 1.0,
+        "k" => 1e3,
+        "m" => 1e6,
+        "g" => 1e9,
+        "t" => 1e12,
+        "ki" => 1024.0,
+        "mi" => 1024.0 * 1024.0,
+        "gi" => 1024.0 * 1024.0 * 1024.0,
         _ => {
             return Err(UnitError(format!(
-                "unknown rate unit in `{s}`: expected bps, kbps, Mbps or Gbps (e.g. \"9.6kbps\")"
+                "unknown rate unit in `{s}`: expected bps, kbps, Mbps or Gbps (or tc's kbit, \
+                 mbit, gbit; e.g. \"9.6kbps\", \"10mbit\")"
             )))
         }
     };
     to_u64(v * scale, s).map(Bitrate)
+}
+
+/// `: write 80Mbps` for `10MB/s`, or nothing when the prefix is not one we know.
+fn bytes_rate_hint(v: f64, unit: &str) -> String {
+    let prefix = match unit.chars().next() {
+        Some('B') => "",
+        Some('k' | 'K') => "k",
+        Some('M') => "M",
+        Some('G') => "G",
+        _ => return String::new(),
+    };
+    format!(": write {}{prefix}bps", v * 8.0)
 }
 
 /// Parse a size: `B`, `KB`/`kB`, `MB`, `GB` (powers of 1000), `KiB`, `MiB`, `GiB` (powers of
@@ -170,6 +203,43 @@ mod tests {
         assert_eq!(parse_bytes("720KB"), Ok(ByteSize(720_000)));
         assert_eq!(parse_bytes("64KiB"), Ok(ByteSize(65_536)));
         assert_eq!(parse_bytes("1e6"), Ok(ByteSize(1_000_000)));
+    }
+
+    /// The forms tc (`tc qdisc … rate 10mbit`) and iperf (`-b 10M`) users type.
+    #[test]
+    fn parses_tc_and_iperf_rates() {
+        for (text, bps) in [
+            ("10mbit", 10_000_000),
+            ("10 Mbit", 10_000_000),
+            ("512kbit", 512_000),
+            ("1gbit", 1_000_000_000),
+            ("64bit", 64),
+            ("10M", 10_000_000),
+            ("500k", 500_000),
+            ("2G", 2_000_000_000),
+            ("1mibit", 1_048_576),
+            ("1.5Mbit/s", 1_500_000),
+        ] {
+            assert_eq!(parse_bitrate(text), Ok(Bitrate(bps)), "{text}");
+        }
+        assert_eq!(parse_duration("40msec"), Ok(Duration::from_millis(40)));
+        assert_eq!(parse_duration("200usec"), Ok(Duration::from_micros(200)));
+    }
+
+    /// Bytes per second are refused, with the bit/s value to write instead.
+    #[test]
+    fn byte_rates_are_refused_with_the_bit_rate_to_write() {
+        let e = parse_bitrate("10MB/s").unwrap_err().0;
+        assert!(
+            e.contains("bytes per second") && e.ends_with("write 80Mbps"),
+            "{e}"
+        );
+        let e = parse_bitrate("1.2 kBps").unwrap_err().0;
+        assert!(e.ends_with("write 9.6kbps"), "{e}");
+        assert!(parse_bitrate("10 furlongs")
+            .unwrap_err()
+            .0
+            .contains("10mbit"));
     }
 
     #[test]

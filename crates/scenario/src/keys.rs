@@ -230,7 +230,7 @@ fn invalid(
         line,
         column,
         key,
-        message,
+        message: crate::suggest::did_you_mean(message),
     }))
 }
 

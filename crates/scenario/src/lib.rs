@@ -16,6 +16,7 @@ mod error;
 mod keys;
 mod routes;
 mod spec;
+mod suggest;
 
 use std::path::Path;
 

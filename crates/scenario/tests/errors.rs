@@ -78,6 +78,13 @@ fn unknown_key_in_link_lists_link_keys() {
     );
 }
 
+/// A misspelt key gets the closest allowed one, through the real loader.
+#[test]
+fn misspelt_key_gets_a_suggestion() {
+    let e = err(&with_link_keys("rat = \"10Mbps\"\n"), &[]);
+    assert!(e.to_string().ends_with("(did you mean `rate`?)"), "{e}");
+}
+
 #[test]
 fn bad_unit_names_the_units() {
     let e = err(&with_link_keys("rate = \"10 furlongs\"\n"), &[]);
@@ -85,7 +92,7 @@ fn bad_unit_names_the_units() {
     assert_eq!(
         e.to_string(),
         "geo.toml:12:1: key `link.ab.rate`: unknown rate unit in `10 furlongs`: expected bps, kbps, \
-         Mbps or Gbps (e.g. \"9.6kbps\")"
+         Mbps or Gbps (or tc's kbit, mbit, gbit; e.g. \"9.6kbps\", \"10mbit\")"
     );
 }
 
@@ -227,7 +234,7 @@ fn set_bad_value_names_set() {
     assert_eq!(
         e.to_string(),
         "--set 'link.ab.rate=10 furlongs': key `link.ab.rate`: unknown rate unit in `10 furlongs`: \
-         expected bps, kbps, Mbps or Gbps (e.g. \"9.6kbps\")"
+         expected bps, kbps, Mbps or Gbps (or tc's kbit, mbit, gbit; e.g. \"9.6kbps\", \"10mbit\")"
     );
     let e = err(MINI, &["seed"]);
     assert!(e.message().contains("KEY=VALUE"), "{e}");
