@@ -31,6 +31,8 @@ pub mod table;
 pub use pcap::PcapTrace;
 pub use plot::{plot_dir, PlotError};
 pub use series::{FlowSample, LinkSample, SeriesWriter};
-pub use summary::{goodput_bps, write_run_json, FlowSummary, LinkSummary, RunStatus, Summary};
+pub use summary::{
+    goodput_bps, write_run_json, FlowSummary, LegSummary, LinkSummary, RunStatus, Summary,
+};
 pub use sweep::{SweepRow, SweepWriter};
 pub use table::{format_bitrate, render_sweep_table, render_table};

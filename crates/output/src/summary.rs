@@ -93,6 +93,36 @@ pub struct FlowSummary {
     pub mean_srtt_ms: Option<f64>,
     /// Largest congestion window reached (bytes).
     pub max_cwnd_bytes: u64,
+    /// The relays' own legs of a split flow (a split-TCP gateway's sender toward the
+    /// listener), in path order; the fields above are then the opener's leg. Absent for an
+    /// end-to-end flow.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub legs: Vec<LegSummary>,
+}
+
+/// One relay leg of a split flow: the sender a split-TCP gateway runs toward the listener
+/// (for a download, the satellite leg). Named `<flow>@<gateway>` in flows.csv and the table.
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+pub struct LegSummary {
+    /// The router that relays (sends this leg).
+    pub at: String,
+    /// Where this leg goes (the flow's listener).
+    pub to: String,
+    /// Bytes the listener acknowledged to the relay.
+    pub bytes_acked: u64,
+    /// Data segments the relay sent on this leg, retransmissions included.
+    pub segments_sent: u64,
+    /// Segments the relay retransmitted.
+    pub retransmissions: u64,
+    /// Fast retransmits on this leg.
+    pub fast_retransmits: u64,
+    /// Retransmission timer expirations on this leg.
+    pub rto_expirations: u64,
+    /// Mean smoothed RTT of this leg (ms); `None` without an RTT sample.
+    #[serde(serialize_with = "opt_dec6")]
+    pub mean_srtt_ms: Option<f64>,
+    /// Largest congestion window of this leg (bytes).
+    pub max_cwnd_bytes: u64,
 }
 
 /// Totals of one link (one direction).
@@ -269,6 +299,7 @@ pub(crate) mod tests {
             dup_acks: 9,
             mean_srtt_ms: Some(561.5),
             max_cwnd_bytes: 262_144,
+            legs: Vec::new(),
         };
         Summary {
             scenario: "geo".into(),

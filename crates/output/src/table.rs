@@ -74,6 +74,18 @@ pub fn render_table(s: &Summary) -> String {
                 f.rto_expirations.to_string(),
                 opt(f.mean_srtt_ms, 1),
             ]);
+            // A split flow's relay legs, under it: goodput and completion are the flow's.
+            for leg in &f.legs {
+                t.row(vec![
+                    shorten(&format!(" @{}", leg.at), MAX_NAME),
+                    format!("(leg to {})", shorten(&leg.to, MAX_NAME - 8)),
+                    String::new(),
+                    String::new(),
+                    leg.retransmissions.to_string(),
+                    leg.rto_expirations.to_string(),
+                    opt(leg.mean_srtt_ms, 1),
+                ]);
+            }
         }
         out.push('\n');
         t.render_into(&mut out);

@@ -48,6 +48,16 @@ pub enum MiddleboxConfig {
 }
 
 impl MiddleboxConfig {
+    /// Whether this middlebox is, or chains, a split-TCP relay (whose second legs the
+    /// recorders report).
+    pub fn has_split_tcp(&self) -> bool {
+        match self {
+            Self::SplitTcp(_) => true,
+            Self::Chain { elements } => elements.iter().any(Self::has_split_tcp),
+            _ => false,
+        }
+    }
+
     /// Check values a scenario file could get wrong; the message starts with the key.
     pub fn validate(&self) -> Result<(), String> {
         match self {
@@ -123,6 +133,15 @@ impl Middlebox {
 }
 
 impl Middlebox {
+    /// The split-TCP relays in this middlebox: itself, or the elements of a chain.
+    pub fn split_relays(&self) -> Vec<&crate::pep::SplitRelay> {
+        match self {
+            Self::SplitTcp(r) => vec![r],
+            Self::Chain(c) => c.elements().iter().flat_map(Self::split_relays).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Connections held in a connection table now (split flows, spoofing CCBs; summed over a
     /// chain), or `None` for a middlebox that keeps none. What a leak check reads after a run.
     pub fn open_connections(&self) -> Option<u64> {

@@ -1,11 +1,14 @@
 //! The simulation: topology built from a scenario, the event loop, sampling and the summary.
 
+use std::collections::BTreeMap;
 use std::io;
+use std::net::Ipv4Addr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use satpep_output::{
-    FlowSample, FlowSummary, LinkSample, LinkSummary, PcapTrace, RunStatus, SeriesWriter, Summary,
+    FlowSample, FlowSummary, LegSummary, LinkSample, LinkSummary, PcapTrace, RunStatus,
+    SeriesWriter, Summary,
 };
 use satpep_proto::dama::DamaLink;
 use satpep_proto::link::{Link, LinkStats};
@@ -108,7 +111,14 @@ impl Outputs {
     pub fn create(dir: &Path, scenario: &Scenario) -> io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let series = if scenario.output.series {
-            let flows = scenario.flows.iter().map(|f| f.name.clone()).collect();
+            let mut flows: Vec<String> = scenario.flows.iter().map(|f| f.name.clone()).collect();
+            // The second legs of split flows: `<flow>@<gateway>`, one name per flow for each
+            // split-TCP router (rows appear only for flows that router splits).
+            for &r in &split_routers(scenario) {
+                for f in &scenario.flows {
+                    flows.push(format!("{}@{}", f.name, scenario.nodes[r].name));
+                }
+            }
             let links = scenario.links.iter().map(|l| l.name.clone()).collect();
             Some(SeriesWriter::create(dir, flows, links)?)
         } else {
@@ -137,6 +147,26 @@ impl Outputs {
             pcap_links,
         })
     }
+}
+
+/// Routers whose middlebox is, or chains, a split-TCP relay, in node order.
+fn split_routers(scenario: &Scenario) -> Vec<NodeId> {
+    scenario
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.middlebox.as_ref().is_some_and(|m| m.has_split_tcp()))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// A split flow's relay leg as last sampled (its connection may close before the run ends).
+#[derive(Clone, Debug, Default)]
+struct LegRecord {
+    stats: satpep_proto::tcp::TcpStats,
+    bytes_acked: u64,
+    mean_srtt: Option<Duration>,
+    max_cwnd: u64,
 }
 
 /// What a finished run reports.
@@ -184,6 +214,11 @@ pub struct Simulation {
     last_sample: Option<Instant>,
     /// A stop request ended the run early.
     interrupted: bool,
+    /// Split-TCP routers (see [`split_routers`]) and, per router × flow, the relay leg seen.
+    split_routers: Vec<NodeId>,
+    legs: Vec<Option<LegRecord>>,
+    /// Flow index by its opener's (local, remote) address and port, to find a relay's legs.
+    flow_by_ends: BTreeMap<((Ipv4Addr, u16), (Ipv4Addr, u16)), usize>,
     max_cwnd: Vec<u64>,
     done_flows: usize,
     /// Finished openers per host node, to notice new ones cheaply.
@@ -355,6 +390,18 @@ impl Simulation {
         }
         let n_flows = flows.len();
         let n_total = nodes.len();
+        let split = split_routers(scenario);
+        let flow_by_ends = flows
+            .iter()
+            .enumerate()
+            .filter_map(|(i, loc)| match &nodes[loc.opener.0] {
+                SimNode::Host(h) => {
+                    let ep = &h.conns()[loc.opener.1].ep;
+                    Some(((ep.local(), ep.remote()), i))
+                }
+                _ => None,
+            })
+            .collect();
         let mut q = EventQueue::new(n_total);
         for (id, n) in nodes.iter().enumerate() {
             q.arm(id, n.poll_timeout());
@@ -367,6 +414,9 @@ impl Simulation {
             last_link_bytes: vec![0; scenario.links.len()],
             last_sample: None,
             interrupted: false,
+            legs: vec![None; split.len() * n_flows],
+            split_routers: split,
+            flow_by_ends,
             max_cwnd: vec![0; n_flows],
             scenario: scenario.clone(),
             q,
@@ -770,10 +820,11 @@ impl Simulation {
             let ep = self.opener(i);
             self.max_cwnd[i] = self.max_cwnd[i].max(ep.cwnd());
         }
+        let leg_rows = self.sample_legs(now);
         if self.outputs.as_ref().is_none_or(|o| o.series.is_none()) {
             return;
         }
-        let mut rows = Vec::with_capacity(self.flows.len());
+        let mut rows = Vec::with_capacity(self.flows.len() + leg_rows.len());
         for i in 0..self.flows.len() {
             let loc = self.flows[i];
             let (ep, rx) = (&self.conn(loc.opener).ep, &self.conn(loc.listener).ep);
@@ -792,6 +843,7 @@ impl Simulation {
                 retransmissions: ep.stats().retransmissions,
             });
         }
+        rows.extend(leg_rows);
         let interval = match since {
             Some(t) => now.saturating_since(t).as_secs_f64(),
             None => self.scenario.output.interval.as_secs_f64(),
@@ -826,6 +878,80 @@ impl Simulation {
                 self.io_error.get_or_insert(e);
             }
         }
+    }
+
+    /// Records every split flow's relay leg (for the summary) and returns its flows.csv rows,
+    /// flow index `n_flows + router × n_flows + flow` (the names [`Outputs::create`] adds).
+    fn sample_legs(&mut self, now: Instant) -> Vec<FlowSample> {
+        let n = self.flows.len();
+        let mut rows = Vec::new();
+        for (r, &node) in self.split_routers.iter().enumerate() {
+            let SimNode::Router(router) = &self.nodes[node] else {
+                continue;
+            };
+            let Some(mb) = router.middlebox() else {
+                continue;
+            };
+            for relay in mb.split_relays() {
+                for (opener, listener, ep) in relay.connect_senders() {
+                    let Some(&i) = self.flow_by_ends.get(&(opener, listener)) else {
+                        continue;
+                    };
+                    let rec = self.legs[r * n + i].get_or_insert_with(LegRecord::default);
+                    rec.stats = ep.stats();
+                    rec.bytes_acked = ep.bytes_acked();
+                    rec.mean_srtt = ep.rtt().mean();
+                    rec.max_cwnd = rec.max_cwnd.max(ep.cwnd());
+                    let delivered = match &self.nodes[self.flows[i].listener.0] {
+                        SimNode::Host(h) => {
+                            h.conns()[self.flows[i].listener.1].ep.bytes_delivered()
+                        }
+                        _ => 0,
+                    };
+                    rows.push(FlowSample {
+                        time: now,
+                        flow: n + r * n + i,
+                        cwnd: ep.cwnd(),
+                        ssthresh: ep.ssthresh(),
+                        srtt: ep.rtt().srtt(),
+                        rto: ep.rtt().rto(),
+                        rwnd: ep.snd_wnd(),
+                        bytes_in_flight: ep.bytes_in_flight(),
+                        snd_una: ep.bytes_acked(),
+                        snd_nxt: ep.bytes_sent_new(),
+                        delivered,
+                        retransmissions: ep.stats().retransmissions,
+                    });
+                }
+            }
+        }
+        // Rows in (router, flow) order whatever the relays' table order.
+        rows.sort_by_key(|r| r.flow);
+        rows
+    }
+
+    /// The relay legs of flow `i` seen so far, in router order.
+    fn legs_of(&self, i: usize) -> Vec<LegSummary> {
+        let n = self.flows.len();
+        let sc = &self.scenario;
+        self.split_routers
+            .iter()
+            .enumerate()
+            .filter_map(|(r, &node)| {
+                let rec = self.legs[r * n + i].as_ref()?;
+                Some(LegSummary {
+                    at: sc.nodes[node].name.clone(),
+                    to: sc.nodes[sc.flows[i].to].name.clone(),
+                    bytes_acked: rec.bytes_acked,
+                    segments_sent: rec.stats.segments_sent,
+                    retransmissions: rec.stats.retransmissions,
+                    fast_retransmits: rec.stats.fast_retransmits,
+                    rto_expirations: rec.stats.rto_expirations,
+                    mean_srtt_ms: rec.mean_srtt.map(|d| d.as_secs_f64() * 1e3),
+                    max_cwnd_bytes: rec.max_cwnd,
+                })
+            })
+            .collect()
     }
 
     /// Results so far.
@@ -865,6 +991,7 @@ impl Simulation {
                     dup_acks: st.dup_acks,
                     mean_srtt_ms: ep.rtt().mean().map(|d| d.as_secs_f64() * 1e3),
                     max_cwnd_bytes: self.max_cwnd[i].max(ep.cwnd()),
+                    legs: self.legs_of(i),
                 }
             })
             .collect();

@@ -183,6 +183,15 @@ impl SplitRelay {
         })
     }
 
+    /// The relay's own senders toward the listeners (the connect halves: for a download, the
+    /// satellite leg), each with the ends (opener, listener) of its connection, so that a
+    /// recorder can report the second leg of a split flow beside the first.
+    pub fn connect_senders(
+        &self,
+    ) -> impl Iterator<Item = ((Ipv4Addr, u16), (Ipv4Addr, u16), &TcpEndpoint)> + '_ {
+        self.flows.iter().map(|(&(o, l), f)| (o, l, &f.connect.ep))
+    }
+
     fn committed(&self) -> u64 {
         self.flows.len() as u64 * 2 * self.config.buffer_per_conn.bytes()
     }
