@@ -160,6 +160,9 @@ fn split_routers(scenario: &Scenario) -> Vec<NodeId> {
         .collect()
 }
 
+/// A connection's (opener, listener) addresses and ports.
+type Ends = ((Ipv4Addr, u16), (Ipv4Addr, u16));
+
 /// A split flow's relay leg as last sampled (its connection may close before the run ends).
 #[derive(Clone, Debug, Default)]
 struct LegRecord {
@@ -218,7 +221,7 @@ pub struct Simulation {
     split_routers: Vec<NodeId>,
     legs: Vec<Option<LegRecord>>,
     /// Flow index by its opener's (local, remote) address and port, to find a relay's legs.
-    flow_by_ends: BTreeMap<((Ipv4Addr, u16), (Ipv4Addr, u16)), usize>,
+    flow_by_ends: BTreeMap<Ends, usize>,
     max_cwnd: Vec<u64>,
     done_flows: usize,
     /// Finished openers per host node, to notice new ones cheaply.
