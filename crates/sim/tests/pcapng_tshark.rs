@@ -65,55 +65,15 @@ to = "client"
 app = { kind = "bulk", bytes = "500KB" }
 "#;
 
-/// A split-TCP relay at `gw`, both legs captured: `srv-gw` (terrestrial) and `sat`.
-const SPLIT: &str = r#"
-name = "split"
-duration = "20s"
-[output]
-series = false
-pcap = ["srv-gw", "sat"]
-[[node]]
-name = "srv"
-[[node]]
-name = "gw"
-kind = "router"
-middlebox = { kind = "split_tcp" }
-[[node]]
-name = "term"
-[[link]]
-name = "srv-gw"
-from = "srv"
-to = "gw"
-rate = "100Mbps"
-delay = "10ms"
-queue = { limit_packets = 1000 }
-[[link]]
-name = "gw-srv"
-from = "gw"
-to = "srv"
-rate = "100Mbps"
-delay = "10ms"
-queue = { limit_packets = 1000 }
-[[link]]
-name = "sat"
-from = "gw"
-to = "term"
-rate = "10Mbps"
-delay = "290ms"
-queue = { limit_packets = 1000 }
-[[link]]
-name = "ret"
-from = "term"
-to = "gw"
-rate = "2Mbps"
-delay = "290ms"
-queue = { limit_packets = 1000 }
-[[flow]]
-name = "bulk"
-from = "srv"
-to = "term"
-app = { kind = "bulk", bytes = "500KB" }
-"#;
+/// scenarios/emu_split (srv -> gw -> term over a GEO hop) with the split-TCP relay at `gw`, both
+/// legs captured (`srv-gw` terrestrial, `sat`), no loss and a 500 kB transfer.
+const SPLIT: &str = include_str!("../../../scenarios/emu_split/split.toml");
+const SPLIT_SETS: &[&str] = &[
+    "node.gw.middlebox={ kind = \"split_tcp\" }",
+    "link.sat.error={ model = \"none\" }",
+    "flow.bulk.app={ kind = \"bulk\", bytes = \"500KB\" }",
+    "output.pcap=[\"srv-gw\", \"sat\"]",
+];
 
 /// Whether tshark runs here; without it, fails under `CI=true` and otherwise says why the
 /// caller will not check anything.
@@ -129,9 +89,10 @@ fn have_tshark(test: &str) -> bool {
     false
 }
 
-fn simulate(text: &str, dir: &Path) -> Summary {
+fn simulate(text: &str, sets: &[&str], dir: &Path) -> Summary {
+    let sets: Vec<String> = sets.iter().map(|s| (*s).to_owned()).collect();
     let loaded =
-        satpep_scenario::load_str(text, "pcapng_tshark", &[]).unwrap_or_else(|e| panic!("{e}"));
+        satpep_scenario::load_str(text, "pcapng_tshark", &sets).unwrap_or_else(|e| panic!("{e}"));
     let mut sim = Simulation::new(&loaded.scenario);
     sim.set_outputs(Outputs::create(dir, &loaded.scenario).expect("outputs"));
     let r = sim.run(|_| {}).expect("run");
@@ -202,7 +163,7 @@ fn tshark_names_each_hop_and_each_hop_analyses_clean() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let summary = simulate(TWO_HOPS, dir.path());
+    let summary = simulate(TWO_HOPS, &[], dir.path());
     let trace = dir.path().join(TRACE_PCAPNG);
 
     let mut per_interface = BTreeMap::<String, u64>::new();
@@ -227,6 +188,14 @@ fn tshark_names_each_hop_and_each_hop_analyses_clean() {
     // 500 kB in full-sized segments, plus SYN and FIN, on each hop.
     assert!(want.values().all(|&n| n > 340), "{want:?}");
 
+    // Why the cut below is needed (docs/outputs.md): tshark 4.0 analyses the whole file by
+    // addresses and ports, so every packet of the second hop is a "retransmission" of the first.
+    // A newer tshark that keeps interfaces apart by default would fail here: update the docs.
+    assert_eq!(
+        analysis_warnings(&trace).len() as u64,
+        want["lan"],
+        "warnings on the merged file"
+    );
     for (name, &count) in &want {
         let hop = cut_interface(&trace, name);
         let frames = tshark(&[
@@ -256,8 +225,24 @@ fn split_tcp_legs_are_one_clean_connection_per_interface() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let summary = simulate(SPLIT, dir.path());
+    let summary = simulate(SPLIT, SPLIT_SETS, dir.path());
     let trace = dir.path().join(TRACE_PCAPNG);
+
+    // The whole file, analysed by addresses and ports, takes the satellite leg's SYN for a
+    // port reuse (the complaint of issue 16); docs/outputs.md shows this.
+    let reuse = tshark(&[
+        "-r",
+        path_str(&trace),
+        "-Y",
+        "tcp.analysis.flags",
+        "-T",
+        "fields",
+        "-e",
+        "frame.interface_name",
+        "-e",
+        "tcp.analysis.reused_ports",
+    ]);
+    assert_eq!(reuse, ["sat\t1"], "warnings on the merged file");
 
     let mut isns = Vec::new();
     for leg in ["srv-gw", "sat"] {
