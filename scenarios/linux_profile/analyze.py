@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Goodput, retransmissions and drops of one run dir of run.sh (emu or sim), as one JSON line.
 
-Goodput is measured the same way for both drivers, from `trace.pcap` of the return link `ret`
-(model timestamps, both drivers write it with the same code): the ACK stream of the bulk
+Goodput is measured the same way for both drivers, from interface `ret` (the return link) of
+`trace.pcapng` (model timestamps, both drivers write it with the same code): the ACK stream of the bulk
 connection (on `ret`: the connection whose ACK number advanced most, i.e. iperf3's data
 connection, not its control connection). t0 = release of the first ACK that acknowledges more
 than 100 bytes (iperf3 first sends a 37-byte cookie on the data connection, one RTT earlier);
@@ -12,17 +12,13 @@ Usage: analyze.py RUN_DIR KIND(emu|sim) WINDOW_S
 """
 import json, os, struct, sys
 
+from pcapng import packets
+
 
 def acks(path):
-    """{conn: [(t_s, ack_unwrapped_rel_to_synack_ack)]} for TCP packets in a raw-IP pcap."""
-    data = open(path, "rb").read()
-    magic = struct.unpack("<I", data[:4])[0]
-    end, div = ("<", 1e9) if magic == 0xA1B23C4D else ("<", 1e6) if magic == 0xA1B2C3D4 else (">", 1e9)
-    off, conns = 24, {}
-    while off + 16 <= len(data):
-        sec, frac, incl, _orig = struct.unpack(end + "IIII", data[off:off + 16])
-        pkt = data[off + 16: off + 16 + incl]
-        off += 16 + incl
+    """{conn: [(t_s, ack_unwrapped_rel_to_synack_ack)]} for TCP packets captured on `ret`."""
+    conns = {}
+    for _, t, pkt in packets(path, "ret"):
         if len(pkt) < 20 or pkt[9] != 6:
             continue
         ihl = (pkt[0] & 15) * 4
@@ -32,7 +28,6 @@ def acks(path):
         sp, dp, _seq, ack = struct.unpack(">HHII", tcp[:12])
         flags = tcp[13]
         key = (pkt[12:16], sp, pkt[16:20], dp)
-        t = sec + frac / div
         c = conns.setdefault(key, {"base": None, "last": None, "wrap": 0, "pts": []})
         if not flags & 0x10:  # no ACK flag
             continue
@@ -62,7 +57,7 @@ def main():
     d, kind, window = sys.argv[1], sys.argv[2], float(sys.argv[3])
     s = json.load(open(f"{d}/summary.json"))
     link = {l["name"]: l for l in s["links"]}
-    g, t0 = goodput(f"{d}/trace.pcap", window)
+    g, t0 = goodput(f"{d}/trace.pcapng", window)
     r = {"dir": d, "kind": kind, "seed": s["seed"], "goodput_bps": g, "t0_s": t0,
          "fwd_error_drops": link["fwd"]["error_drops"], "fwd_queue_drops": link["fwd"]["queue_drops"],
          "ret_queue_drops": link["ret"]["queue_drops"]}

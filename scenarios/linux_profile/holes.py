@@ -1,17 +1,15 @@
 #!/usr/bin/env python3
 """First-reported holes (relative sequence numbers, in segments of 1448 B) of the bulk connection,
-from SACK-bearing ACKs in trace.pcap of `ret`: checks that emu and sim with the same seed lose
-(nearly) the same segments. Usage: holes.py RUN_DIR [N=15]"""
+from SACK-bearing ACKs on interface `ret` of trace.pcapng: checks that emu and sim with the same
+seed lose (nearly) the same segments. Usage: holes.py RUN_DIR [N=15]"""
 import struct, sys
+
+from pcapng import packets
 
 d = sys.argv[1]
 n = int(sys.argv[2]) if len(sys.argv) > 2 else 15
-data = open(f"{d}/trace.pcap", "rb").read()
-off, conns = 24, {}
-while off + 16 <= len(data):
-    sec, frac, incl, _ = struct.unpack("<IIII", data[off:off + 16])
-    pkt = data[off + 16: off + 16 + incl]
-    off += 16 + incl
+conns = {}
+for _, _t, pkt in packets(f"{d}/trace.pcapng", "ret"):
     if len(pkt) < 20 or pkt[9] != 6:
         continue
     ihl = (pkt[0] & 15) * 4

@@ -62,7 +62,7 @@ for cc in ("cubic", "reno"):
               f"{ipf:.3f} | {late:.0f} |")
 print()
 print("Goodput: ACK-number progress of the bulk connection over 40 s from its first data ACK, from "
-      "trace.pcap of the return link (model time, same code for both drivers). Paired: emu run with "
+      "interface ret (the return link) of trace.pcapng (model time, same code for both drivers). Paired: emu run with "
       "seed i beside sim run with seed i (the forward link's PER draws come from the same seeded "
       "stream in both drivers, so the loss pattern is nearly the same, shifted by iperf3's few "
       "control packets); CI from the paired t distribution. Retx, RTOs, drops: means over the paired "

@@ -42,7 +42,7 @@ fn default_scenario_prints_the_table_and_writes_every_output() {
         "run.json",
         "flows.csv",
         "links.csv",
-        "trace.pcap",
+        "trace.pcapng",
     ] {
         let len = std::fs::metadata(out.join(f)).map(|m| m.len()).unwrap_or(0);
         assert!(len > 100, "{f} missing or tiny ({len} bytes)");

@@ -327,7 +327,9 @@ fn ping_rtt_matches_the_configured_delay() {
     let mut opts = EmuOptions::new(dir.path());
     opts.client = Some("ping -n -c 10 -i 0.2 {server}".into());
     opts.duration = Some(Duration::from_secs(20));
-    let out = satpep_emu::run(&geo20(), &opts).unwrap();
+    let mut scenario = geo20();
+    scenario.output.pcap_links = vec![0, 1];
+    let out = satpep_emu::run(&scenario, &opts).unwrap();
     let log = std::fs::read_to_string(&out.client_log).unwrap();
     assert_eq!(out.summary.client_exit, Some(0), "{log}");
     // rtt min/avg/max/mdev = 600.268/600.321/600.390/0.042 ms
@@ -367,6 +369,35 @@ fn ping_rtt_matches_the_configured_delay() {
         out.summary.lateness.packets, 20,
         "every packet leaving a link is measured"
     );
+    // trace.pcapng, written by the same recorder as in `sim`: one interface per captured link,
+    // named after it, with that link's 10 packets.
+    let (names, counts) = pcapng_interfaces(&dir.path().join("trace.pcapng"));
+    assert_eq!(names, ["fwd", "ret"]);
+    assert_eq!(counts, [10, 10]);
+}
+
+/// The interface names of a pcapng file and how many packets each holds.
+fn pcapng_interfaces(path: &Path) -> (Vec<String>, Vec<u64>) {
+    use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionOption;
+    use pcap_file::pcapng::{Block, PcapNgReader};
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut reader = PcapNgReader::new(file).expect("pcapng section header");
+    let (mut names, mut counts) = (Vec::new(), Vec::new());
+    while let Some(block) = reader.next_block() {
+        match block.expect("block") {
+            Block::InterfaceDescription(idb) => {
+                let name = idb.options.iter().find_map(|o| match o {
+                    InterfaceDescriptionOption::IfName(n) => Some(n.to_string()),
+                    _ => None,
+                });
+                names.push(name.expect("if_name"));
+                counts.push(0);
+            }
+            Block::EnhancedPacket(p) => counts[p.interface_id as usize] += 1,
+            _ => {}
+        }
+    }
+    (names, counts)
 }
 
 /// A SIGKILLed emulator leaves its namespaces behind (a bind mount outlives the process); the

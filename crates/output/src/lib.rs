@@ -5,7 +5,7 @@
 //!
 //! | file | module | what |
 //! |---|---|---|
-//! | `*.pcap` | [`pcap`] | packet headers as on the wire, ns timestamps, true lengths |
+//! | `*.pcapng` | [`pcap`] | packet headers as on the wire, one interface per capture point, ns timestamps, true lengths |
 //! | `flows.csv`, `links.csv` | [`series`] | per-flow TCP state and per-link queue/throughput over time |
 //! | `summary.json` | [`summary`] | per-flow and per-link totals of one run |
 //! | `run.json` | [`summary`] | tool version, seed and the fully resolved scenario |
@@ -28,7 +28,7 @@ pub mod summary;
 pub mod sweep;
 pub mod table;
 
-pub use pcap::PcapTrace;
+pub use pcap::{CaptureInterface, PcapTrace};
 pub use plot::{plot_dir, PlotError};
 pub use series::{FlowSample, LinkSample, SeriesWriter};
 pub use summary::{

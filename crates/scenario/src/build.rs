@@ -49,7 +49,7 @@ const ROUTE_KEYS: &[&str] = &["node", "dst", "link"];
 const FLOW_KEYS: &[&str] = &[
     "name", "from", "to", "start", "port", "src_port", "app", "tcp",
 ];
-const OUTPUT_KEYS: &[&str] = &["interval", "pcap", "series", "plots"];
+const OUTPUT_KEYS: &[&str] = &["interval", "pcap", "pcap_per_link", "series", "plots"];
 
 /// Build and validate the scenario in `root` (which must no longer hold `[sweep]`).
 pub(crate) fn build(src: &Sources<'_>, root: &Table, default_name: &str) -> Result<Scenario> {
@@ -411,6 +411,26 @@ impl Builder<'_, '_> {
             };
             if !out.pcap_links.contains(&link) {
                 out.pcap_links.push(link);
+            }
+        }
+        out.pcap_per_link = self
+            .get::<bool>(t, &path, "pcap_per_link")?
+            .unwrap_or(out.pcap_per_link);
+        if out.pcap_per_link {
+            // Each captured link names a file `<link>.pcapng` in the run folder: a separator
+            // would put it elsewhere (or, with a leading `/`, anywhere).
+            for (i, &l) in out.pcap_links.iter().enumerate() {
+                let name = &links[l].name;
+                if name.contains(['/', '\\', '\0']) {
+                    return Err(self.err(
+                        &join_index(&join(&path, "pcap"), i),
+                        format!(
+                            "link `{name}` cannot name a file `{name}.pcapng`: with \
+                             `output.pcap_per_link = true` captured link names must not \
+                             contain `/` or `\\`"
+                        ),
+                    ));
+                }
             }
         }
         out.series = self.get::<bool>(t, &path, "series")?.unwrap_or(out.series);

@@ -161,8 +161,12 @@ fn one() -> u32 {
 pub struct OutputSpec {
     /// Time-series sampling interval, > 0. Default: 10 ms.
     pub interval: Duration,
-    /// Indices of the links whose delivered packets go to `trace.pcap`. Default: none.
+    /// Indices of the links whose delivered packets are captured, in the order the scenario
+    /// lists them (the order of the pcapng interfaces). Default: none.
     pub pcap_links: Vec<usize>,
+    /// One file `<link>.pcapng` per captured link instead of one `trace.pcapng` with an
+    /// interface per link. Default: false.
+    pub pcap_per_link: bool,
     /// Write `flows.csv` / `links.csv`. Default: true.
     pub series: bool,
     /// Render plots after the run. Default: false.
@@ -174,6 +178,7 @@ impl Default for OutputSpec {
         Self {
             interval: Duration::from_millis(10),
             pcap_links: Vec::new(),
+            pcap_per_link: false,
             series: true,
             plots: false,
         }
@@ -293,6 +298,7 @@ impl Scenario {
             .iter()
             .map(|&i| self.links.get(i).map_or("", |l| l.name.as_str()).into());
         out.insert("pcap".into(), Value::Array(pcap.collect()));
+        out.insert("pcap_per_link".into(), self.output.pcap_per_link.into());
         out.insert("series".into(), self.output.series.into());
         out.insert("plots".into(), self.output.plots.into());
         t.insert("output".into(), Value::Table(out));

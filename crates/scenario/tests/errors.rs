@@ -342,6 +342,19 @@ fn pcap_of_unknown_link() {
 }
 
 #[test]
+fn pcap_per_link_of_a_link_whose_name_is_no_file_name() {
+    let text = MINI.replace("name = \"ab\"", "name = \"a/b\"");
+    let e = err(
+        &format!("{text}[output]\npcap = [\"ba\", \"a/b\"]\npcap_per_link = true\n"),
+        &[],
+    );
+    check(&e, 20, "output.pcap.1", "cannot name a file `a/b.pcapng`");
+    // In the merged trace the name only labels an interface, so it is fine there.
+    let merged = format!("{text}[output]\npcap = [\"ba\", \"a/b\"]\n");
+    assert!(load_str(&merged, "geo.toml", &[]).is_ok());
+}
+
+#[test]
 fn flow_start_after_the_end() {
     let e = err(&format!("duration = \"10s\"\n{MINI}start = \"10s\"\n"), &[]);
     check(&e, 20, "flow.flow1.start", "after the end");

@@ -103,8 +103,13 @@ fn default_scenario_has_the_documented_values() {
     assert!(s.flows.iter().all(|f| f.tcp == TcpConfig::default()));
     assert_eq!(s.output.interval, Duration::from_millis(10));
     assert_eq!(
-        (s.output.pcap_links.len(), s.output.series, s.output.plots),
-        (0, true, false)
+        (
+            s.output.pcap_links.len(),
+            s.output.pcap_per_link,
+            s.output.series,
+            s.output.plots
+        ),
+        (0, false, true, false)
     );
 }
 
@@ -163,6 +168,7 @@ fn overrides_by_name_and_by_index() {
         "node.client.address=192.0.2.7",
         "seed=42",
         "output.pcap=[\"forward\", \"return\"]",
+        "output.pcap_per_link=true",
         "link.return.error={ model = \"per\", per = 1e-3 }",
     ])
     .unwrap();
@@ -190,9 +196,11 @@ fn overrides_by_name_and_by_index() {
     );
     assert_eq!(s.seed, 42);
     assert_eq!(s.output.pcap_links, [link(s, "forward"), link(s, "return")]);
+    assert!(s.output.pcap_per_link);
     // The resolved table shows the overridden values.
     assert_eq!(l.resolved["link"][2]["rate"].as_str(), Some("2Mbps"));
     assert_eq!(l.resolved["seed"].as_integer(), Some(42));
+    assert_eq!(l.resolved["output"]["pcap_per_link"].as_bool(), Some(true));
 }
 
 #[test]
@@ -388,6 +396,7 @@ const KEYS: &[&str] = &[
     "initial_window",
     "address",
     "pcap",
+    "pcap_per_link",
     "interval",
     "sweep",
     "link",

@@ -4,10 +4,12 @@
 //! elements of `satpep-proto` in virtual time. Same scenario and seed give byte-identical outputs.
 
 pub mod apps;
+mod capture;
 mod dama_out;
 pub mod engine;
 pub mod experiments;
 pub mod parallel;
 mod world;
 
+pub use capture::TRACE_PCAPNG;
 pub use world::{Outputs, RunResult, Simulation};

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use satpep_output::{
-    FlowSample, FlowSummary, LegSummary, LinkSample, LinkSummary, PcapTrace, RunStatus,
-    SeriesWriter, Summary,
+    FlowSample, FlowSummary, LegSummary, LinkSample, LinkSummary, RunStatus, SeriesWriter,
+    Summary,
 };
 use satpep_proto::dama::DamaLink;
 use satpep_proto::link::{Link, LinkStats};
@@ -19,6 +19,7 @@ use satpep_proto::{DropReason, Dropped, Duration, Instant, Node, Packet, PortId,
 use satpep_scenario::{NodeKind, Scenario};
 
 use crate::apps::apps_for;
+use crate::capture::Captures;
 use crate::engine::{flush, Event, EventQueue, NodeId};
 use satpep_proto::net::{ExternalHost, Host, Role, Router};
 
@@ -102,12 +103,11 @@ struct FlowLoc {
 pub struct Outputs {
     series: Option<SeriesWriter>,
     dama: Option<crate::dama_out::DamaWriter>,
-    pcap: Option<PcapTrace>,
-    pcap_links: Vec<bool>,
+    pcap: Option<Captures>,
 }
 
 impl Outputs {
-    /// Open the series CSVs and the pcap (as the scenario's `[output]` asks) in `dir`.
+    /// Open the series CSVs and the pcapng trace(s) (as the scenario's `[output]` asks) in `dir`.
     pub fn create(dir: &Path, scenario: &Scenario) -> io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let series = if scenario.output.series {
@@ -129,23 +129,8 @@ impl Outputs {
         } else {
             None
         };
-        let mut pcap_links = vec![false; scenario.links.len()];
-        for &l in &scenario.output.pcap_links {
-            if let Some(b) = pcap_links.get_mut(l) {
-                *b = true;
-            }
-        }
-        let pcap = if pcap_links.iter().any(|&b| b) {
-            Some(PcapTrace::create(dir.join("trace.pcap"))?)
-        } else {
-            None
-        };
-        Ok(Self {
-            series,
-            dama,
-            pcap,
-            pcap_links,
-        })
+        let pcap = Captures::create(dir, scenario)?;
+        Ok(Self { series, dama, pcap })
     }
 }
 
@@ -442,7 +427,7 @@ impl Simulation {
         }
     }
 
-    /// Write time series and pcap while running.
+    /// Write time series and pcapng while running.
     pub fn set_outputs(&mut self, outputs: Outputs) {
         let record = outputs.dama.is_some();
         for (g, &id) in self.dama_nodes.iter().enumerate() {
@@ -667,11 +652,9 @@ impl Simulation {
             &mut self.nodes[id],
             |from, port, pkt, now| {
                 if let (Some(l), Some(out)) = (link_index[from], outputs.as_mut()) {
-                    if out.pcap_links[l] {
-                        if let Some(p) = out.pcap.as_mut() {
-                            if let Err(e) = p.write(now, pkt) {
-                                io_error.get_or_insert(e);
-                            }
+                    if let Some(p) = out.pcap.as_mut() {
+                        if let Err(e) = p.write(l, now, pkt) {
+                            io_error.get_or_insert(e);
                         }
                     }
                 }

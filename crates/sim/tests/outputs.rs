@@ -1,18 +1,17 @@
 //! Determinism and trace files of whole runs.
 
 use std::path::Path;
-use std::process::Command;
 
 use satpep_proto::wire::parse_packet;
 use satpep_proto::Packet;
-use satpep_sim::{Outputs, Simulation};
+use satpep_sim::{Outputs, Simulation, TRACE_PCAPNG};
 
 const SCENARIO: &str = r#"
 name = "det"
 duration = "60s"
 [output]
 interval = "50ms"
-pcap = ["forward"]
+pcap = ["forward", "lan"]
 [[node]]
 name = "server"
 [[node]]
@@ -61,8 +60,14 @@ tcp = { cc = "reno", recovery = "newreno" }
 "#;
 
 fn run(dir: &Path, seed: u64) -> satpep_output::Summary {
-    let loaded = satpep_scenario::load_str(SCENARIO, "det", &[format!("seed={seed}")])
-        .unwrap_or_else(|e| panic!("{e}"));
+    run_with(dir, seed, &[])
+}
+
+fn run_with(dir: &Path, seed: u64, sets: &[&str]) -> satpep_output::Summary {
+    let mut sets: Vec<String> = sets.iter().map(|s| (*s).to_owned()).collect();
+    sets.push(format!("seed={seed}"));
+    let loaded =
+        satpep_scenario::load_str(SCENARIO, "det", &sets).unwrap_or_else(|e| panic!("{e}"));
     let mut sim = Simulation::new(&loaded.scenario);
     sim.set_outputs(Outputs::create(dir, &loaded.scenario).expect("outputs"));
     let r = sim.run(|_| {}).expect("run");
@@ -89,7 +94,7 @@ fn same_seed_gives_byte_identical_outputs_and_another_seed_does_not() {
         "summary.json",
         "flows.csv",
         "links.csv",
-        "trace.pcap",
+        TRACE_PCAPNG,
         "run.json",
     ] {
         let (x, y) = (read(a.path(), f), read(b.path(), f));
@@ -97,8 +102,8 @@ fn same_seed_gives_byte_identical_outputs_and_another_seed_does_not() {
         assert!(x == y, "{f} differs between two runs with the same seed");
     }
     assert_ne!(
-        read(a.path(), "trace.pcap"),
-        read(c.path(), "trace.pcap"),
+        read(a.path(), TRACE_PCAPNG),
+        read(c.path(), TRACE_PCAPNG),
         "seed must matter with random errors"
     );
     // The flows did real work.
@@ -107,57 +112,95 @@ fn same_seed_gives_byte_identical_outputs_and_another_seed_does_not() {
     assert!(sc.links[0].error_drops > 0);
 }
 
+/// Interface names and the (interface, timestamp, original length, header) of every packet
+/// in a pcapng file.
+#[allow(clippy::type_complexity)]
+fn read_pcapng(path: &Path) -> (Vec<String>, Vec<(u32, std::time::Duration, u32, Vec<u8>)>) {
+    use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionOption;
+    use pcap_file::pcapng::{Block, PcapNgReader};
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut reader = PcapNgReader::new(file).expect("pcapng section header");
+    let (mut names, mut packets) = (Vec::new(), Vec::new());
+    while let Some(block) = reader.next_block() {
+        match block.expect("block") {
+            Block::InterfaceDescription(idb) => {
+                assert_eq!(idb.linktype, pcap_file::DataLink::RAW);
+                assert!(idb
+                    .options
+                    .contains(&InterfaceDescriptionOption::IfTsResol(9)));
+                let name = idb.options.iter().find_map(|o| match o {
+                    InterfaceDescriptionOption::IfName(n) => Some(n.to_string()),
+                    _ => None,
+                });
+                names.push(name.expect("if_name"));
+            }
+            Block::EnhancedPacket(p) => {
+                packets.push((p.interface_id, p.timestamp, p.original_len, p.data.to_vec()))
+            }
+            other => panic!("unexpected block {other:?}"),
+        }
+    }
+    (names, packets)
+}
+
 #[test]
-fn pcap_holds_every_delivered_packet_with_valid_headers() {
+fn pcapng_holds_every_delivered_packet_on_its_links_interface() {
     let dir = tempfile::tempdir().unwrap();
     let summary = run(dir.path(), 1);
-    let file = std::fs::File::open(dir.path().join("trace.pcap")).unwrap();
-    let mut reader = pcap_file::pcap::PcapReader::new(file).expect("pcap header");
-    assert_eq!(reader.header().datalink, pcap_file::DataLink::RAW);
-    let (mut n, mut last_ts, mut data) = (0u64, std::time::Duration::ZERO, 0u64);
-    while let Some(pkt) = reader.next_packet() {
-        let pkt = pkt.expect("record");
-        assert!(pkt.timestamp >= last_ts, "records in time order");
-        last_ts = pkt.timestamp;
-        let payload = pkt.orig_len - pkt.data.len() as u32;
-        let p = Packet::new(&pkt.data, payload);
-        let (ip, tcp) = parse_packet(&p).expect("valid IPv4/TCP with correct checksums");
+    let (names, packets) = read_pcapng(&dir.path().join(TRACE_PCAPNG));
+    assert_eq!(
+        names,
+        ["forward", "lan"],
+        "one interface per capture point, in order"
+    );
+    let (mut count, mut data) = ([0u64; 2], [0u64; 2]);
+    let mut last_ts = std::time::Duration::ZERO;
+    for (iface, ts, orig_len, header) in &packets {
+        assert!(*ts >= last_ts, "packets in time order");
+        last_ts = *ts;
+        let payload = orig_len - header.len() as u32;
+        let (ip, tcp) = parse_packet(&Packet::new(header, payload))
+            .expect("valid IPv4/TCP with correct checksums");
         assert_eq!(ip.protocol, 6);
         assert_eq!(tcp.payload_len, payload);
-        data += u64::from(payload);
-        n += 1;
+        count[*iface as usize] += 1;
+        data[*iface as usize] += u64::from(payload);
     }
-    let fwd = &summary.links[0];
+    let link = |name: &str| summary.links.iter().find(|l| l.name == name).unwrap();
     assert_eq!(
-        n, fwd.delivered_packets,
-        "one record per packet the link delivered"
+        count,
+        [
+            link("forward").delivered_packets,
+            link("lan").delivered_packets
+        ],
+        "one packet per packet each link delivered"
     );
-    // Flow a's 2 MB and flow b's three 50 KB responses (plus any retransmissions).
-    assert!(
-        data >= 2_150_000,
-        "all payload bytes crossed the forward link ({data})"
-    );
+    // Flow a's 2 MB and flow b's three 50 KB responses (plus any retransmissions) crossed
+    // both hops.
+    for (d, name) in data.iter().zip(["forward", "lan"]) {
+        assert!(*d >= 2_150_000, "payload bytes on {name}: {d}");
+    }
+}
 
-    // tshark, when installed (CI installs it), must decode both TCP conversations.
-    let Ok(out) = Command::new("tshark")
-        .args(["-r"])
-        .arg(dir.path().join("trace.pcap"))
-        .args(["-q", "-z", "conv,tcp"])
-        .output()
-    else {
+#[test]
+fn pcap_per_link_writes_each_interface_of_the_merged_trace_to_its_own_file() {
+    let (merged, split) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    run(merged.path(), 3);
+    run_with(split.path(), 3, &["output.pcap_per_link=true"]);
+    assert!(!split.path().join(TRACE_PCAPNG).exists(), "no merged trace");
+    let (_, all) = read_pcapng(&merged.path().join(TRACE_PCAPNG));
+    for (id, link) in ["forward", "lan"].iter().enumerate() {
+        let (names, packets) = read_pcapng(&split.path().join(format!("{link}.pcapng")));
+        assert_eq!(names, [*link]);
+        let want: Vec<_> = all
+            .iter()
+            .filter(|p| p.0 == id as u32)
+            .map(|(_, ts, len, data)| (0, *ts, *len, data.clone()))
+            .collect();
+        assert!(want.len() > 1_000, "{link}: {} packets", want.len());
         assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run the tshark check: tshark is missing (.ci/run installs it)"
+            packets == want,
+            "{link}.pcapng holds exactly the merged trace's interface {id}"
         );
-        eprintln!("SKIP tshark check: tshark not installed");
-        return;
-    };
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "tshark failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let convs = text.lines().filter(|l| l.contains("<->")).count();
-    assert_eq!(convs, 2, "tshark sees both flows:\n{text}");
+    }
 }
