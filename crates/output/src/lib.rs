@@ -31,7 +31,7 @@ pub mod sweep_stats;
 pub mod table;
 
 pub use pcap::PcapTrace;
-pub use plot::{plot_dir, PlotError};
+pub use plot::{plot_dir, plot_dirs, PlotError};
 pub use series::{FlowSample, LinkSample, SeriesWriter};
 pub use summary::{goodput_bps, write_run_json, FlowSummary, LinkSummary, Summary};
 pub use sweep::{SweepRow, SweepWriter};

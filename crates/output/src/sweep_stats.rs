@@ -162,7 +162,9 @@ pub fn group_by_seed(rows: &[SweepRow]) -> Vec<SweepGroup> {
             .cloned()
             .collect()
     };
-    let mut groups: Vec<(Vec<(String, String)>, Vec<&SweepRow>)> = Vec::new();
+    // (the values of the keys other than seed, the group's rows)
+    type Members<'a> = (Vec<(String, String)>, Vec<&'a SweepRow>);
+    let mut groups: Vec<Members> = Vec::new();
     for r in sorted {
         let key = key_of(r);
         match groups.iter_mut().find(|(k, _)| *k == key) {
@@ -313,12 +315,12 @@ mod tests {
         // Γ((ν+1)/2) / Γ(ν/2) from Γ(1/2) = √π, Γ(1) = 1 and Γ(x + 1) = x Γ(x).
         let gamma_half = |k: usize| -> f64 {
             // Γ(k/2)
-            let mut g = if k % 2 == 0 {
+            let mut g = if k.is_multiple_of(2) {
                 1.0
             } else {
                 std::f64::consts::PI.sqrt()
             };
-            let mut x = if k % 2 == 0 { 1.0 } else { 0.5 };
+            let mut x = if k.is_multiple_of(2) { 1.0 } else { 0.5 };
             while x < k as f64 / 2.0 - 1e-9 {
                 g *= x;
                 x += 1.0;
