@@ -106,6 +106,16 @@ pub fn render_table(s: &Summary) -> String {
     out
 }
 
+/// The metric columns of both sweep tables, after the keys.
+const SWEEP_METRIC_COLUMNS: [(&str, Align); 6] = [
+    ("total goodput", Right),
+    ("min goodput", Right),
+    ("Jain", Right),
+    ("retx", Right),
+    ("RTOs", Right),
+    ("max done (s)", Right),
+];
+
 /// Renders a sweep: one line per run with its swept values and the main metrics. Keys are
 /// taken from the first row.
 ///
@@ -122,14 +132,7 @@ pub fn render_sweep_table(rows: &[SweepRow]) -> String {
     let key_headers: Vec<String> = keys.iter().map(|k| shorten_left(k, MAX_NAME)).collect();
     let mut columns: Vec<(&str, Align)> = vec![("run", Right)];
     columns.extend(key_headers.iter().map(|k| (k.as_str(), Left)));
-    columns.extend([
-        ("total goodput", Right),
-        ("min goodput", Right),
-        ("Jain", Right),
-        ("retx", Right),
-        ("RTOs", Right),
-        ("max done (s)", Right),
-    ]);
+    columns.extend(SWEEP_METRIC_COLUMNS);
     let mut t = Table::new(&columns);
     for r in rows {
         let mut cells = vec![r.run.to_string()];
@@ -173,15 +176,8 @@ pub fn render_seed_groups(groups: &[SweepGroup]) -> String {
         .unwrap_or_default();
     let key_headers: Vec<String> = keys.iter().map(|k| shorten_left(k, MAX_NAME)).collect();
     let mut columns: Vec<(&str, Align)> = key_headers.iter().map(|k| (k.as_str(), Left)).collect();
-    columns.extend([
-        ("runs", Right),
-        ("total goodput", Right),
-        ("min goodput", Right),
-        ("Jain", Right),
-        ("retx", Right),
-        ("RTOs", Right),
-        ("max done (s)", Right),
-    ]);
+    columns.push(("runs", Right));
+    columns.extend(SWEEP_METRIC_COLUMNS);
     let mut t = Table::new(&columns);
     for g in groups {
         let mut cells: Vec<String> = g
