@@ -22,14 +22,16 @@ struct Cli {
 enum Command {
     /// Simulate a scenario (the built-in GEO default when no file is given).
     Sim(sim_cmd::SimArgs),
-    /// Render PNG and SVG plots from results directories (flows.csv, links.csv, sweep.csv,
-    /// sweep_stats.csv).
+    /// Render PNG and SVG plots of results directories (several: overlaid)
     ///
-    /// One directory: every plot its files allow, written into it (or into --out). Several:
-    /// their cwnd, seq, queue and throughput plots overlaid, one chart per kind, each line
-    /// labelled `<directory>: <flow or link>`, written into --out (required then; sweep tables
-    /// are not overlaid). Exit codes: 0 plots written; 1 a file could not be read or drawn;
-    /// 2 a missing directory, several directories without --out, or nothing to plot.
+    /// Plots are drawn from flows.csv, links.csv, sweep.csv and sweep_stats.csv.
+    /// One directory: every plot its files allow, written into it (or into --out).
+    /// Several: their cwnd, seq, queue and throughput plots overlaid, one chart per kind,
+    /// each line labelled `<directory>: <flow or link>`, written into --out (required
+    /// then; sweep tables are not overlaid), e.g.
+    ///     satpep plot results/cubic results/reno --out results/cubic-vs-reno
+    /// Exit codes: 0 plots written; 1 a file could not be read or drawn; 2 a missing
+    /// directory, several directories without --out, or nothing to plot.
     #[command(verbatim_doc_comment)]
     Plot {
         /// Results directories written by `satpep sim`.
