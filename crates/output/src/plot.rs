@@ -260,11 +260,7 @@ fn overlay(per_dir: Vec<(String, Vec<Chart>)>) -> Vec<Chart> {
             {
                 Some(i) => i,
                 None => {
-                    let empty = Chart {
-                        series: Vec::new(),
-                        ..chart.clone_empty()
-                    };
-                    merged.push((empty, 0));
+                    merged.push((chart.clone_empty(), 0));
                     merged.len() - 1
                 }
             };
@@ -436,6 +432,7 @@ fn stats_charts(csv: &Csv) -> Result<Vec<Chart>, PlotError> {
         .headers
         .iter()
         .enumerate()
+        .skip(runs + 1)
         .filter_map(|(c, h)| {
             let name = h.strip_suffix("_mean")?;
             let ci = csv.col(&format!("{name}_ci95")).ok();
