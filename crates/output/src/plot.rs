@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 use satpep_proto::units::{parse_bitrate, parse_bytes, parse_duration};
@@ -923,6 +924,21 @@ impl Series {
         }
     }
 
+    /// Dash and gap lengths (px) of the line; `None` for a solid line. The palette's first
+    /// round draws solid and dashed lines as asked; past ten colours the lines are dotted
+    /// (solid ones) or long-dashed (dashed ones), and past twenty dash-dotted-like short
+    /// dashes, so that series sharing a colour still differ in the plot and in the legend.
+    fn dash_pattern(&self) -> Option<(u32, u32)> {
+        match (self.colour / PALETTE.len() % 3, self.dashed) {
+            (0, false) => None,
+            (0, true) => Some((8, 5)),
+            (1, false) => Some((2, 3)),
+            (1, true) => Some((16, 5)),
+            (_, false) => Some((5, 2)),
+            (_, true) => Some((3, 8)),
+        }
+    }
+
     /// Lowest and highest y drawn, error bars included.
     fn y_extent(&self) -> impl Iterator<Item = f64> + '_ {
         self.points.iter().enumerate().flat_map(|(i, p)| {
@@ -1140,8 +1156,13 @@ impl Chart {
         for s in self.series.iter().filter(|s| !s.points.is_empty()) {
             let colour = PALETTE[s.colour % PALETTE.len()].to_rgba();
             let style = self.line_style(s);
-            if s.dashed {
-                chart.draw_series(DashedLineSeries::new(s.points.iter().copied(), 8, 5, style))?;
+            if let Some((dash, gap)) = s.dash_pattern() {
+                chart.draw_series(DashedLineSeries::new(
+                    s.points.iter().copied(),
+                    dash,
+                    gap,
+                    style,
+                ))?;
             } else {
                 chart.draw_series(LineSeries::new(s.points.iter().copied(), style))?;
             }
@@ -1189,8 +1210,12 @@ impl Chart {
                 stroke_width: 3,
                 ..self.line_style(s)
             };
-            let end = if s.dashed { x + 10 } else { x + 24 };
-            area.draw(&PathElement::new(vec![(x, y), (end, y)], swatch))?;
+            let line = vec![(x, y), (x + 24, y)];
+            if let Some((dash, gap)) = s.dash_pattern() {
+                area.draw(&DashedPathElement::new(line, dash, gap, swatch))?;
+            } else {
+                area.draw(&PathElement::new(line, swatch))?;
+            }
             if self.markers {
                 area.draw(&Circle::new((x + 12, y), 4, swatch.color.filled()))?;
             }
@@ -1445,6 +1470,11 @@ mod tests {
             let label = format!("\nseries number {i:02}\n</text>");
             assert_eq!(text.matches(&label).count(), 1, "{label} missing");
         }
+        // Series that share a colour (the palette has ten) differ in their dashes.
+        let patterns: Vec<_> = chart.series.iter().map(Series::dash_pattern).collect();
+        assert_eq!(patterns[2], None);
+        assert_eq!(patterns[12], Some((2, 3)));
+        assert_ne!(patterns[12], patterns[2]);
         // Sixty entries do not fit one column: three columns, every entry kept.
         let mut chart = chart;
         chart.series = (0..60)
