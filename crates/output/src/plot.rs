@@ -925,9 +925,9 @@ impl Series {
     }
 
     /// Dash and gap lengths (px) of the line; `None` for a solid line. The palette's first
-    /// round draws solid and dashed lines as asked; past ten colours the lines are dotted
-    /// (solid ones) or long-dashed (dashed ones), and past twenty dash-dotted-like short
-    /// dashes, so that series sharing a colour still differ in the plot and in the legend.
+    /// round draws solid and dashed lines as asked; past ten colours solid lines are dotted
+    /// and dashed ones long-dashed, past twenty short-dashed and sparsely dashed, so that
+    /// series sharing a colour still differ, in the plot and in the legend.
     fn dash_pattern(&self) -> Option<(u32, u32)> {
         match (self.colour / PALETTE.len() % 3, self.dashed) {
             (0, false) => None,
