@@ -23,10 +23,25 @@ struct Cli {
 enum Command {
     /// Simulate a scenario (the built-in GEO default when no file is given).
     Sim(sim_cmd::SimArgs),
-    /// Render PNG and SVG plots from a results directory (flows.csv, links.csv, sweep.csv).
+    /// Render PNG and SVG plots of results directories (several: overlaid)
+    ///
+    /// Plots are drawn from flows.csv, links.csv, sweep.csv and sweep_stats.csv.
+    /// One directory: every plot its files allow, written into it (or into --out).
+    /// Several: their cwnd, seq, queue and throughput plots overlaid, one chart per kind,
+    /// each line labelled `<directory>: <flow or link>`, written into --out (required
+    /// then; sweep tables are not overlaid), e.g.
+    ///     satpep plot results/cubic results/reno --out results/cubic-vs-reno
+    /// Exit codes: 0 plots written; 1 a file could not be read or drawn; 2 a missing
+    /// directory, several directories without --out, or nothing to plot.
+    #[command(verbatim_doc_comment)]
     Plot {
-        /// Results directory written by `satpep sim`.
-        dir: PathBuf,
+        /// Results directories written by `satpep sim`.
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        /// Write the plots here (created if needed). Default with one directory: that
+        /// directory; required with several.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
     },
     /// Emulate a scenario in real time: real programs in network namespaces, joined through
     /// TUN devices by the scenario's links (needs root).
@@ -48,22 +63,62 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Sim(args) => sim_cmd::run(args),
-        Command::Plot { dir } => match satpep_output::plot_dir(&dir) {
-            Ok(files) => {
-                for f in files {
-                    println!("{}", f.display());
-                }
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::from(1)
-            }
-        },
+        Command::Plot { dirs, out } => plot(&dirs, out),
         Command::Bench(args) => bench::run(args),
         Command::Emu(args) => emu_cmd::run(args),
         Command::Model(args) => model_cmd::run(args),
         Command::TcpScript { files } => tcp_script(&files),
+    }
+}
+
+/// `satpep plot DIR… [--out DIR]`.
+fn plot(dirs: &[PathBuf], out: Option<PathBuf>) -> ExitCode {
+    use satpep_output::PlotError;
+    use std::io::Write;
+    let out = match (out, dirs) {
+        (Some(out), _) => out,
+        (None, [dir]) => dir.clone(),
+        (None, _) => {
+            eprintln!(
+                "error: {} directories are overlaid into one set of plots: say where with --out DIR",
+                dirs.len()
+            );
+            return ExitCode::from(2);
+        }
+    };
+    match satpep_output::plot_dirs(dirs, &out) {
+        Ok(files) if files.is_empty() => {
+            let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+            let what = if dirs.len() > 1 {
+                "flows.csv or links.csv (only these are overlaid)"
+            } else {
+                "flows.csv, links.csv or sweep.csv"
+            };
+            eprintln!(
+                "error: nothing to plot in {}: no {what} with data",
+                names.join(", ")
+            );
+            ExitCode::from(2)
+        }
+        Ok(files) => {
+            let mut stdout = std::io::stdout().lock();
+            for f in files {
+                // A closed pipe (`| head`) is not an error of ours.
+                if writeln!(stdout, "{}", f.display()).is_err() {
+                    break;
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            let code = if matches!(e, PlotError::NoDirectory { .. }) {
+                2
+            } else {
+                1
+            };
+            ExitCode::from(code)
+        }
     }
 }
 

@@ -264,6 +264,7 @@ fn missing_paths_exit_2() {
         &["sim", "--replay", "nope/run.json"],
         &["tcp-script", "nope.pkt"],
         &["emu", "nope.toml"],
+        &["plot", "nope"],
     ] {
         let o = satpep(args, dir.path());
         let stderr = String::from_utf8_lossy(&o.stderr);

@@ -10,6 +10,7 @@
 //! | `summary.json` | [`summary`] | per-flow and per-link totals of one run |
 //! | `run.json` | [`summary`] | tool version, seed and the fully resolved scenario |
 //! | `sweep.csv` | [`sweep`] | one row of metrics per run of a parameter sweep |
+//! | `sweep_stats.csv` | [`sweep_stats`] | mean, sd and 95 % CI per metric over the seeds of each group |
 //! | `*.png`, `*.svg` | [`plot`] | cwnd, sequence, queue and throughput plots; sweep plots |
 //!
 //! [`table`] renders a summary for the terminal.
@@ -26,13 +27,15 @@ pub mod plot;
 pub mod series;
 pub mod summary;
 pub mod sweep;
+pub mod sweep_stats;
 pub mod table;
 
 pub use pcap::{CaptureInterface, PcapTrace};
-pub use plot::{plot_dir, PlotError};
+pub use plot::{plot_dir, plot_dirs, PlotError};
 pub use series::{FlowSample, LinkSample, SeriesWriter};
 pub use summary::{
     goodput_bps, write_run_json, FlowSummary, LegSummary, LinkSummary, RunStatus, Summary,
 };
 pub use sweep::{SweepRow, SweepWriter};
+pub use sweep_stats::{group_by_seed, Stat, SweepGroup};
 pub use table::{format_bitrate, render_sweep_table, render_table};

@@ -8,6 +8,15 @@
 //! | `queue.{png,svg}` | `links.csv` | queue length (packets) vs time, one line per link |
 //! | `throughput.{png,svg}` | `links.csv` | link output rate vs time |
 //! | `sweep_<metric>.{png,svg}` | `sweep.csv` | metric vs the first swept key, one line per combination of the other keys |
+//! | `sweep_<metric>.{png,svg}` | `sweep_stats.csv` | when seeds were swept: the mean over the seeds with ±95 % CI bars, vs the first other key |
+//!
+//! [`plot_dirs`] overlays several run directories: one chart per kind, each line labelled with
+//! its directory.
+//!
+//! The x axis of a sweep is logarithmic when the key is a probability (`per`, `ber`, the
+//! Gilbert–Elliott `p_good_bad`, …) whose values are all positive and span more than a decade.
+//! Legends sit to the right of the plot area, never over data, and keep every entry: the
+//! canvas widens and the legend takes more columns as series are added.
 //!
 //! Text is drawn with DejaVu Sans embedded in the binary (plotters' `ab_glyph` backend), so
 //! plots need no system fonts and look the same on every machine. Long series are thinned to
@@ -20,12 +29,14 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 use satpep_proto::units::{parse_bitrate, parse_bytes, parse_duration};
 
 use crate::series::{FLOWS_CSV, LINKS_CSV};
 use crate::sweep::{SWEEP_CSV, SWEEP_METRICS, UTILISATION_PREFIX};
+use crate::sweep_stats::SWEEP_STATS_CSV;
 
 /// Size of every plot (pixels; SVG user units).
 const SIZE: (u32, u32) = (1000, 600);
@@ -50,8 +61,23 @@ const THROUGHPUT_BINS: usize = 250;
 /// A series with more points than this is drawn 1 pixel wide: plotters joins thick lines with
 /// mitres, and a dense series that reverses sharply would grow spikes past the plot area.
 const THICK_LINE_MAX_POINTS: usize = 600;
-/// Beyond this many series a legend would hide the plot: it is left out.
-const MAX_LEGEND: usize = 12;
+/// Legend text size (px).
+const LEGEND_FONT: u32 = 15;
+/// Height of one legend entry (px).
+const LEGEND_ROW: i32 = 21;
+/// Width of a legend swatch and the gap to its text (px).
+const LEGEND_SWATCH: i32 = 34;
+/// Last path elements of the sweep keys that are probabilities (docs/scenario.md: error
+/// models and DAMA request loss): their axis may be logarithmic.
+const PROBABILITY_KEYS: [&str; 7] = [
+    "per",
+    "ber",
+    "p_good_bad",
+    "p_bad_good",
+    "per_good",
+    "per_bad",
+    "request_loss",
+];
 
 /// Why plots could not be drawn.
 #[derive(Debug, thiserror::Error)]
@@ -92,6 +118,12 @@ pub enum PlotError {
         /// The cell as found.
         value: String,
     },
+    /// A results directory to plot does not exist.
+    #[error("{path}: no such directory")]
+    NoDirectory {
+        /// The path given.
+        path: PathBuf,
+    },
     /// plotters failed to draw or to write a plot.
     #[error("drawing {path}: {message}")]
     Draw {
@@ -102,11 +134,69 @@ pub enum PlotError {
     },
 }
 
-/// Draws every plot the CSV files in `dir` allow and returns the files written (PNG then SVG
-/// for each plot), in a fixed order. Missing CSV files are skipped; plots with no data points
-/// are not written.
+/// Draws every plot the CSV files in `dir` allow, into `dir`, and returns the files written
+/// (PNG then SVG for each plot), in a fixed order. Missing CSV files are skipped; plots with no
+/// data points are not written, so a directory with nothing to plot gives an empty list. A
+/// missing `dir` is an error.
 pub fn plot_dir(dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+    plot_dirs(&[dir.to_path_buf()], dir)
+}
+
+/// Draws the plots of one or several results directories into `out` (created if needed) and
+/// returns the files written.
+///
+/// One directory: every plot [`plot_dir`] draws. Several: the run plots (`cwnd`, `seq`,
+/// `queue`, `throughput`) of all of them overlaid, one chart per kind, each line labelled
+/// `<directory>: <flow or link>` (the directory's last path element, or the path as given when
+/// two share it); sweep tables are not overlaid. Every directory must exist.
+pub fn plot_dirs(dirs: &[PathBuf], out: &Path) -> Result<Vec<PathBuf>, PlotError> {
     register_embedded_font();
+    if let Some(missing) = dirs.iter().find(|d| !d.is_dir()) {
+        return Err(PlotError::NoDirectory {
+            path: missing.clone(),
+        });
+    }
+    let charts = match dirs {
+        [dir] => {
+            let mut charts = run_charts(dir)?;
+            charts.extend(sweep_dir_charts(dir)?);
+            charts
+        }
+        _ => {
+            let mut per_dir = Vec::new();
+            for (dir, label) in dirs.iter().zip(dir_labels(dirs)) {
+                per_dir.push((label, run_charts(dir)?));
+            }
+            overlay(per_dir)
+        }
+    };
+    let charts: Vec<Chart> = charts
+        .into_iter()
+        .filter(|c| c.series.iter().any(|s| !s.points.is_empty()))
+        .map(Chart::in_units)
+        .collect();
+    if !charts.is_empty() {
+        std::fs::create_dir_all(out).map_err(|source| PlotError::Io {
+            path: out.to_path_buf(),
+            source,
+        })?;
+    }
+    let mut written = Vec::new();
+    for chart in &charts {
+        let size = chart.canvas_size();
+        let png = out.join(format!("{}.png", chart.file_stem));
+        let root = BitMapBackend::new(&png, size).into_drawing_area();
+        chart.draw(root).map_err(|e| draw_error(&png, e))?;
+        let svg = out.join(format!("{}.svg", chart.file_stem));
+        let root = SVGBackend::new(&svg, size).into_drawing_area();
+        chart.draw(root).map_err(|e| draw_error(&svg, e))?;
+        written.extend([png, svg]);
+    }
+    Ok(written)
+}
+
+/// The time-series charts of a run directory (y values in their raw units).
+fn run_charts(dir: &Path) -> Result<Vec<Chart>, PlotError> {
     let mut charts = Vec::new();
     let flows = dir.join(FLOWS_CSV);
     if flows.is_file() {
@@ -116,24 +206,89 @@ pub fn plot_dir(dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     if links.is_file() {
         charts.extend(link_charts(&links)?);
     }
+    Ok(charts)
+}
+
+/// The sweep charts of a sweep directory: from `sweep_stats.csv` (means with error bars) when
+/// seeds were swept along with another key, from `sweep.csv` otherwise.
+fn sweep_dir_charts(dir: &Path) -> Result<Vec<Chart>, PlotError> {
+    let stats = dir.join(SWEEP_STATS_CSV);
+    if stats.is_file() {
+        let charts = stats_charts(&Csv::read(&stats)?)?;
+        if !charts.is_empty() {
+            return Ok(charts);
+        }
+    }
     let sweep = dir.join(SWEEP_CSV);
     if sweep.is_file() {
-        charts.extend(sweep_charts(&Csv::read(&sweep)?)?);
+        return sweep_charts(&Csv::read(&sweep)?);
     }
-    let mut written = Vec::new();
-    for chart in charts
-        .iter()
-        .filter(|c| c.series.iter().any(|s| !s.points.is_empty()))
-    {
-        let png = dir.join(format!("{}.png", chart.file_stem));
-        let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
-        chart.draw(root).map_err(|e| draw_error(&png, e))?;
-        let svg = dir.join(format!("{}.svg", chart.file_stem));
-        let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
-        chart.draw(root).map_err(|e| draw_error(&svg, e))?;
-        written.extend([png, svg]);
+    Ok(Vec::new())
+}
+
+/// Names for the lines of each directory in an overlay: the last path element, or the whole
+/// path as given where two directories share their last element.
+fn dir_labels(dirs: &[PathBuf]) -> Vec<String> {
+    let last = |d: &PathBuf| {
+        d.file_name().map_or_else(
+            || d.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    };
+    let names: Vec<String> = dirs.iter().map(last).collect();
+    dirs.iter()
+        .zip(&names)
+        .map(|(d, n)| {
+            if names.iter().filter(|m| *m == n).count() > 1 {
+                d.display().to_string()
+            } else {
+                n.clone()
+            }
+        })
+        .collect()
+}
+
+/// Merges the charts of several directories by kind (file stem, in order of first appearance):
+/// each series is renamed `<label>: <name>` and each directory's colours follow the previous
+/// directory's, so no two directories share a colour (until the palette wraps).
+fn overlay(per_dir: Vec<(String, Vec<Chart>)>) -> Vec<Chart> {
+    let mut merged: Vec<(Chart, usize)> = Vec::new(); // chart, next free colour
+    for (label, charts) in per_dir {
+        for mut chart in charts {
+            let i = match merged
+                .iter()
+                .position(|(m, _)| m.file_stem == chart.file_stem)
+            {
+                Some(i) => i,
+                None => {
+                    merged.push((chart.clone_empty(), 0));
+                    merged.len() - 1
+                }
+            };
+            let (target, next_colour) = &mut merged[i];
+            if target.title != chart.title {
+                // Throughput averaged over different windows: say so only in general terms.
+                target.title = target
+                    .title
+                    .split(" (")
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
+            }
+            let base = *next_colour;
+            for s in &mut chart.series {
+                s.name = if s.name.is_empty() {
+                    label.clone()
+                } else {
+                    format!("{label}: {}", s.name)
+                };
+                s.colour += base;
+                *next_colour = (*next_colour).max(s.colour + 1);
+            }
+            target.series.append(&mut chart.series);
+        }
     }
-    Ok(written)
+    merged.into_iter().map(|(c, _)| c).collect()
 }
 
 /// One PNG line chart from series computed elsewhere (experiment scripts: a paper's figure
@@ -158,12 +313,13 @@ pub fn line_chart_png(
                 colour: i,
                 dashed: false,
                 points,
+                errors: Vec::new(),
             })
             .collect(),
     );
     chart.markers = markers;
     chart.categories = categories;
-    let root = BitMapBackend::new(png, SIZE).into_drawing_area();
+    let root = BitMapBackend::new(png, chart.canvas_size()).into_drawing_area();
     chart.draw(root).map_err(|e| draw_error(png, e))
 }
 
@@ -201,23 +357,18 @@ fn flow_charts(path: &Path) -> Result<Vec<Chart>, PlotError> {
         d.dashed = true;
         seq_series.push(d);
     }
-    let (cwnd_div, cwnd_unit) = byte_unit(max_y(&cwnd_series));
-    let (seq_div, seq_unit) = byte_unit(max_y(&seq_series));
     Ok(vec![
-        Chart::new(
-            "cwnd",
-            "Congestion window",
-            "time (s)",
-            format!("cwnd ({cwnd_unit})"),
-        )
-        .with_series(scale_y(cwnd_series, cwnd_div)),
+        Chart::new("cwnd", "Congestion window", "time (s)", "cwnd".into())
+            .with_y_unit(YUnit::Bytes)
+            .with_series(cwnd_series),
         Chart::new(
             "seq",
             "Sequence number (bytes sent) and bytes delivered",
             "time (s)",
-            format!("sequence offset ({seq_unit})"),
+            "sequence offset".into(),
         )
-        .with_series(scale_y(seq_series, seq_div)),
+        .with_y_unit(YUnit::Bytes)
+        .with_series(seq_series),
     ])
 }
 
@@ -233,7 +384,6 @@ fn link_charts(path: &Path) -> Result<Vec<Chart>, PlotError> {
         window = window.max(w);
         rate_series.push(Series::line(&g.name, i, pts));
     }
-    let (div, unit) = rate_unit(max_y(&rate_series));
     let title = if window > 0.0 {
         format!("Link throughput (mean over {})", format_seconds(window))
     } else {
@@ -247,13 +397,9 @@ fn link_charts(path: &Path) -> Result<Vec<Chart>, PlotError> {
             "queue (packets)".into(),
         )
         .with_series(queue_series),
-        Chart::new(
-            "throughput",
-            &title,
-            "time (s)",
-            format!("throughput ({unit})"),
-        )
-        .with_series(scale_y(rate_series, div)),
+        Chart::new("throughput", &title, "time (s)", "throughput".into())
+            .with_y_unit(YUnit::Rate)
+            .with_series(rate_series),
     ])
 }
 
@@ -268,10 +414,57 @@ fn thin<const N: usize>(ys: Vec<Vec<(f64, f64)>>) -> [Vec<(f64, f64)>; N] {
 fn sweep_charts(csv: &Csv) -> Result<Vec<Chart>, PlotError> {
     // Layout written by `SweepWriter`: run, keys…, metrics…, utilisation_<link>….
     let first_metric = csv.col(SWEEP_METRICS[0])?;
-    if first_metric < 2 || csv.rows.is_empty() {
+    let metrics = (first_metric..csv.headers.len())
+        .map(|c| SweepMetric {
+            name: csv.headers[c].clone(),
+            y: c,
+            ci: None,
+        })
+        .collect();
+    per_key_charts(csv, 1..first_metric, metrics, "")
+}
+
+/// Charts of `sweep_stats.csv`: each metric's mean, with its 95 % confidence interval as
+/// error bars, against the first key that is not the seed.
+fn stats_charts(csv: &Csv) -> Result<Vec<Chart>, PlotError> {
+    // Layout written by `write_sweep_stats`: keys…, runs, then per metric [n,] mean, sd, ci95.
+    let runs = csv.col("runs")?;
+    let metrics = csv
+        .headers
+        .iter()
+        .enumerate()
+        .skip(runs + 1)
+        .filter_map(|(c, h)| {
+            let name = h.strip_suffix("_mean")?;
+            let ci = csv.col(&format!("{name}_ci95")).ok();
+            Some(SweepMetric {
+                name: name.to_string(),
+                y: c,
+                ci,
+            })
+        })
+        .collect();
+    per_key_charts(csv, 0..runs, metrics, ": mean ± 95 % CI over seeds")
+}
+
+/// A metric column of a sweep table and, for statistics, its confidence-interval column.
+struct SweepMetric {
+    name: String,
+    y: usize,
+    ci: Option<usize>,
+}
+
+/// One chart per metric: the metric against the first of the `keys` columns, one line per
+/// combination of the other keys (in order of first appearance). No key, no charts.
+fn per_key_charts(
+    csv: &Csv,
+    keys: std::ops::Range<usize>,
+    metrics: Vec<SweepMetric>,
+    title_suffix: &str,
+) -> Result<Vec<Chart>, PlotError> {
+    if keys.is_empty() || csv.rows.is_empty() {
         return Ok(Vec::new()); // no swept key: nothing to plot against
     }
-    let keys = 1..first_metric;
     let x_key = keys.start;
     let x_values: Vec<&str> = csv
         .rows
@@ -279,7 +472,6 @@ fn sweep_charts(csv: &Csv) -> Result<Vec<Chart>, PlotError> {
         .map(|(_, r)| r.get(x_key).unwrap_or(""))
         .collect();
     let axis = Axis::infer(&csv.headers[x_key], &x_values);
-    // One line per combination of the other keys, in order of first appearance.
     let combo = |r: &csv::StringRecord| -> String {
         keys.clone()
             .skip(1)
@@ -295,52 +487,63 @@ fn sweep_charts(csv: &Csv) -> Result<Vec<Chart>, PlotError> {
         }
     }
     let mut charts = Vec::new();
-    for metric in first_metric..csv.headers.len() {
-        let column = &csv.headers[metric];
-        let (label, div) = metric_label(column, csv, metric)?;
+    for metric in metrics {
         let mut series: Vec<Series> = combos
             .iter()
             .enumerate()
             .map(|(i, c)| Series::line(c, i, Vec::new()))
             .collect();
+        let mut max = 0.0f64;
         for (row, (line, r)) in csv.rows.iter().enumerate() {
-            let Some(y) = csv.number(*line, r, metric)? else {
+            let Some(y) = csv.number(*line, r, metric.y)? else {
                 continue;
+            };
+            let ci = match metric.ci {
+                Some(c) => csv.number(*line, r, c)?.unwrap_or(0.0),
+                None => 0.0,
             };
             let Some(i) = combos.iter().position(|c| *c == combo(r)) else {
                 continue;
             };
-            series[i].points.push((axis.values[row], y / div));
+            max = max.max(y + ci);
+            series[i].points.push((axis.values[row], y));
+            series[i].errors.push(ci);
         }
         for s in &mut series {
-            s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mut pairs: Vec<((f64, f64), f64)> =
+                s.points.drain(..).zip(s.errors.drain(..)).collect();
+            pairs.sort_by(|a, b| a.0 .0.total_cmp(&b.0 .0));
+            (s.points, s.errors) = pairs.into_iter().unzip();
+            if metric.ci.is_none() {
+                s.errors.clear();
+            }
         }
+        let (label, div) = metric_label(&metric.name, max);
         let mut chart = Chart::new(
-            &format!("sweep_{}", file_safe(column)),
-            &format!("{label} vs {}", csv.headers[x_key]),
+            &format!("sweep_{}", file_safe(&metric.name)),
+            &format!("{label} vs {}{title_suffix}", csv.headers[x_key]),
             &axis.label,
             label,
         )
         .with_series(series);
+        chart.scale_y(div);
         chart.markers = true;
         chart.categories = axis.categories.clone();
+        chart.x_log = axis.log10;
         charts.push(chart);
     }
     Ok(charts)
 }
 
-/// Axis label of a sweep metric and the divisor that brings it to the label's unit.
-fn metric_label(column: &str, csv: &Csv, index: usize) -> Result<(String, f64), PlotError> {
+/// Axis label of a sweep metric whose values reach `max`, and the divisor that brings it to the
+/// label's unit.
+fn metric_label(column: &str, max: f64) -> (String, f64) {
     if let Some(link) = column.strip_prefix(UTILISATION_PREFIX) {
-        return Ok((format!("utilisation of {link} (%)"), 0.01));
+        return (format!("utilisation of {link} (%)"), 0.01);
     }
     if let Some(what) = column.strip_suffix("_goodput_bps") {
-        let mut max = 0.0f64;
-        for (line, r) in &csv.rows {
-            max = max.max(csv.number(*line, r, index)?.unwrap_or(0.0));
-        }
         let (div, unit) = rate_unit(max);
-        return Ok((format!("{what} goodput ({unit})"), div));
+        return (format!("{what} goodput ({unit})"), div);
     }
     let label = match column {
         "jain_fairness" => "Jain fairness index",
@@ -350,16 +553,19 @@ fn metric_label(column: &str, csv: &Csv, index: usize) -> Result<(String, f64), 
         "flows_completed" => "flows completed",
         other => other,
     };
-    Ok((label.to_string(), 1.0))
+    (label.to_string(), 1.0)
 }
 
 /// The x axis of a sweep plot: numbers where the swept values are numbers (with units where
 /// satpep's unit parsers accept them), positions 0, 1, 2… labelled with the values otherwise.
+/// A probability key whose values are all positive and span more than a decade gets a
+/// logarithmic axis: `values` are then log10 of the values.
 #[derive(Debug, PartialEq)]
 struct Axis {
     label: String,
     values: Vec<f64>,
     categories: Option<Vec<String>>,
+    log10: bool,
 }
 
 impl Axis {
@@ -376,8 +582,17 @@ impl Axis {
             },
             values: values.iter().map(|v| v / div).collect(),
             categories: None,
+            log10: false,
         };
         if let Some(v) = numeric(&|s| s.parse::<f64>().ok().filter(|v| v.is_finite())) {
+            let last = key.rsplit('.').next().unwrap_or(key);
+            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+            if PROBABILITY_KEYS.contains(&last) && lo > 0.0 && max(&v) > 10.0 * lo {
+                return Self {
+                    log10: true,
+                    ..make(v.iter().map(|x| x.log10()).collect(), "", 1.0)
+                };
+            }
             return make(v, "", 1.0);
         }
         if let Some(v) = numeric(&|s| parse_bitrate(s).ok().map(|r| r.bps() as f64)) {
@@ -411,6 +626,7 @@ impl Axis {
             label: key.to_string(),
             values,
             categories: Some(categories),
+            log10: false,
         }
     }
 }
@@ -435,19 +651,17 @@ fn rate_unit(max: f64) -> (f64, &'static str) {
     }
 }
 
-fn max_y(series: &[Series]) -> f64 {
-    series
-        .iter()
-        .flat_map(|s| &s.points)
-        .map(|p| p.1)
-        .fold(0.0, f64::max)
-}
-
-fn scale_y(mut series: Vec<Series>, div: f64) -> Vec<Series> {
-    for p in series.iter_mut().flat_map(|s| &mut s.points) {
-        p.1 /= div;
+/// A tick of a log10 axis at `v` = log10(x): `1e-3`, `0.01`, `0.1`, `1`, `10`; nothing between
+/// powers of ten.
+fn log_tick(v: &f64) -> String {
+    let k = v.round();
+    if (v - k).abs() > 1e-6 {
+        return String::new();
     }
-    series
+    match k as i32 {
+        k @ -2..=3 => tick(&10f64.powi(k)),
+        k => format!("1e{k}"),
+    }
 }
 
 /// An axis tick: at most 4 decimals, trailing zeros dropped (`5`, `2.5`, `0.001`).
@@ -695,6 +909,8 @@ struct Series {
     colour: usize,
     dashed: bool,
     points: Vec<(f64, f64)>,
+    /// Half-widths of error bars, one per point (95 % CIs of means); empty for none.
+    errors: Vec<f64>,
 }
 
 impl Series {
@@ -704,8 +920,43 @@ impl Series {
             colour,
             dashed: false,
             points,
+            errors: Vec::new(),
         }
     }
+
+    /// Dash and gap lengths (px) of the line; `None` for a solid line. The palette's first
+    /// round draws solid and dashed lines as asked; past ten colours solid lines are dotted
+    /// and dashed ones long-dashed, past twenty short-dashed and sparsely dashed, so that
+    /// series sharing a colour still differ, in the plot and in the legend.
+    fn dash_pattern(&self) -> Option<(u32, u32)> {
+        match (self.colour / PALETTE.len() % 3, self.dashed) {
+            (0, false) => None,
+            (0, true) => Some((8, 5)),
+            (1, false) => Some((2, 3)),
+            (1, true) => Some((16, 5)),
+            (_, false) => Some((5, 2)),
+            (_, true) => Some((3, 8)),
+        }
+    }
+
+    /// Lowest and highest y drawn, error bars included.
+    fn y_extent(&self) -> impl Iterator<Item = f64> + '_ {
+        self.points.iter().enumerate().flat_map(|(i, p)| {
+            let e = self.errors.get(i).copied().unwrap_or(0.0);
+            [p.1 - e, p.1 + e]
+        })
+    }
+}
+
+/// How a chart's y values are brought to a readable unit when it is drawn.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum YUnit {
+    /// Already in the unit of the label.
+    AsIs,
+    /// Bytes: shown in bytes, kB, MB or GB by the largest value.
+    Bytes,
+    /// Bits per second: shown in b/s, kb/s, Mb/s or Gb/s.
+    Rate,
 }
 
 /// A line chart, drawn the same way to PNG and SVG.
@@ -713,12 +964,23 @@ struct Chart {
     file_stem: String,
     title: String,
     x_label: String,
+    /// The y axis label; for a `y_unit` other than `AsIs`, without its unit.
     y_label: String,
+    y_unit: YUnit,
     series: Vec<Series>,
     /// Draw a dot at each point (sweeps: few points, each a run).
     markers: bool,
     /// Categorical x axis: `categories[i]` is drawn at x = i.
     categories: Option<Vec<String>>,
+    /// The x values are log10 of the quantity: ticks are labelled with powers of ten.
+    x_log: bool,
+}
+
+/// Where legend entries go: `columns` columns of `rows` entries, each column `column_width` px.
+struct LegendLayout {
+    rows: usize,
+    columns: usize,
+    column_width: i32,
 }
 
 impl Chart {
@@ -728,15 +990,105 @@ impl Chart {
             title: title.to_string(),
             x_label: x_label.to_string(),
             y_label,
+            y_unit: YUnit::AsIs,
             series: Vec::new(),
             markers: false,
             categories: None,
+            x_log: false,
         }
     }
 
     fn with_series(mut self, series: Vec<Series>) -> Self {
         self.series = series;
         self
+    }
+
+    fn with_y_unit(mut self, unit: YUnit) -> Self {
+        self.y_unit = unit;
+        self
+    }
+
+    /// The same chart without its series (the start of an overlay).
+    fn clone_empty(&self) -> Self {
+        Self {
+            file_stem: self.file_stem.clone(),
+            title: self.title.clone(),
+            x_label: self.x_label.clone(),
+            y_label: self.y_label.clone(),
+            y_unit: self.y_unit,
+            series: Vec::new(),
+            markers: self.markers,
+            categories: self.categories.clone(),
+            x_log: self.x_log,
+        }
+    }
+
+    /// Divides every y value and error bar by `div`.
+    fn scale_y(&mut self, div: f64) {
+        for s in &mut self.series {
+            s.points.iter_mut().for_each(|p| p.1 /= div);
+            s.errors.iter_mut().for_each(|e| *e /= div);
+        }
+    }
+
+    /// Brings the y values to the unit their largest value calls for and names it in the label.
+    fn in_units(mut self) -> Self {
+        let max = self
+            .series
+            .iter()
+            .flat_map(|s| &s.points)
+            .map(|p| p.1)
+            .fold(0.0, f64::max);
+        let (div, unit) = match self.y_unit {
+            YUnit::AsIs => return self,
+            YUnit::Bytes => byte_unit(max),
+            YUnit::Rate => rate_unit(max),
+        };
+        self.scale_y(div);
+        self.y_label = format!("{} ({unit})", self.y_label);
+        self.y_unit = YUnit::AsIs;
+        self
+    }
+
+    /// The series that get a legend entry.
+    fn legend_entries(&self) -> impl Iterator<Item = &Series> {
+        self.series
+            .iter()
+            .filter(|s| !s.name.is_empty() && !s.points.is_empty())
+    }
+
+    /// The legend's columns: as many entries per column as fit the plot's height, and as many
+    /// columns as the entries need; `None` without named series.
+    fn legend_layout(&self) -> Option<LegendLayout> {
+        let names: Vec<&str> = self.legend_entries().map(|s| s.name.as_str()).collect();
+        if names.is_empty() {
+            return None;
+        }
+        let font = ("sans-serif", LEGEND_FONT).into_font();
+        let text_width = names
+            .iter()
+            .map(|n| {
+                // The embedded font always measures; the estimate is for a font that would not.
+                font.box_size(n)
+                    .map_or(n.chars().count() as i32 * 9, |(w, _)| w as i32)
+            })
+            .max()
+            .unwrap_or(0);
+        let fit = ((SIZE.1 as i32 - 2 * LEGEND_ROW) / LEGEND_ROW).max(1) as usize;
+        let columns = names.len().div_ceil(fit);
+        Some(LegendLayout {
+            rows: names.len().div_ceil(columns),
+            columns,
+            column_width: LEGEND_SWATCH + text_width + 18,
+        })
+    }
+
+    /// Canvas size: the plot's, widened by the legend to its right.
+    fn canvas_size(&self) -> (u32, u32) {
+        let legend = self
+            .legend_layout()
+            .map_or(0, |l| l.columns as i32 * l.column_width + 16);
+        (SIZE.0 + legend as u32, SIZE.1)
     }
 
     fn draw<DB: DrawingBackend>(
@@ -747,7 +1099,11 @@ impl Chart {
         let (mut x0, mut x1) = pts().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
             (a.min(p.0), b.max(p.0))
         });
-        let (mut y0, mut y1) = pts().fold((0.0f64, 0.0f64), |(a, b), p| (a.min(p.1), b.max(p.1)));
+        let (mut y0, mut y1) = self
+            .series
+            .iter()
+            .flat_map(Series::y_extent)
+            .fold((0.0f64, 0.0f64), |(a, b), y| (a.min(y), b.max(y)));
         if let Some(c) = &self.categories {
             (x0, x1) = (-0.5, c.len() as f64 - 0.5);
         } else if self.markers {
@@ -764,7 +1120,9 @@ impl Chart {
         }
 
         root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
+        let layout = self.legend_layout();
+        let (plot_area, legend_area) = root.split_horizontally(SIZE.0);
+        let mut chart = ChartBuilder::on(&plot_area)
             .caption(&self.title, ("sans-serif", 26))
             .margin(16)
             .x_label_area_size(56)
@@ -788,86 +1146,83 @@ impl Chart {
         mesh.y_label_formatter(&tick);
         if let Some(c) = &self.categories {
             mesh.x_labels(c.len()).x_label_formatter(&category_label);
+        } else if self.x_log {
+            mesh.x_label_formatter(&log_tick);
         } else {
             mesh.x_label_formatter(&tick);
         }
         mesh.draw()?;
 
-        let legend =
-            self.series.len() <= MAX_LEGEND && self.series.iter().any(|s| !s.name.is_empty());
         for s in self.series.iter().filter(|s| !s.points.is_empty()) {
             let colour = PALETTE[s.colour % PALETTE.len()].to_rgba();
-            let style = ShapeStyle {
-                color: colour,
-                filled: false,
-                stroke_width: if s.points.len() > THICK_LINE_MAX_POINTS {
-                    1
-                } else {
-                    2
-                },
-            };
-            let drawn = if s.dashed {
-                chart.draw_series(DashedLineSeries::new(s.points.iter().copied(), 8, 5, style))?
+            let style = self.line_style(s);
+            if let Some((dash, gap)) = s.dash_pattern() {
+                chart.draw_series(DashedLineSeries::new(
+                    s.points.iter().copied(),
+                    dash,
+                    gap,
+                    style,
+                ))?;
             } else {
-                chart.draw_series(LineSeries::new(s.points.iter().copied(), style))?
-            };
-            if legend && !s.name.is_empty() {
-                let dashed = s.dashed;
-                // Legend swatches are always thick: a 1-pixel sample is hard to match to a line.
-                let swatch = ShapeStyle {
-                    stroke_width: 3,
-                    ..style
-                };
-                drawn.label(s.name.as_str()).legend(move |(x, y)| {
-                    let end = if dashed { x + 10 } else { x + 24 };
-                    PathElement::new(vec![(x, y), (end, y)], swatch)
-                });
+                chart.draw_series(LineSeries::new(s.points.iter().copied(), style))?;
             }
             if self.markers {
                 chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 4, colour.filled())))?;
             }
+            let bars = s.points.iter().zip(&s.errors).filter(|(_, e)| **e > 0.0);
+            chart.draw_series(bars.map(|(&(x, y), &e)| {
+                ErrorBar::new_vertical(x, y - e, y, y + e, colour.stroke_width(2), 12)
+            }))?;
         }
-        if legend {
-            chart
-                .configure_series_labels()
-                .position(self.legend_corner((x0, x1), (y0, y1)))
-                .label_font(("sans-serif", 15))
-                .background_style(WHITE.mix(0.85))
-                .border_style(RGBColor(160, 160, 160))
-                .draw()?;
+        if let Some(layout) = layout {
+            self.draw_legend(&legend_area, &layout)?;
         }
         root.present()
     }
 
-    /// The corner of the plot the legend hides least data in: the one whose quarter-width,
-    /// third-height box holds the fewest points (upper left on ties).
-    fn legend_corner(&self, (x0, x1): (f64, f64), (y0, y1): (f64, f64)) -> SeriesLabelPosition {
-        let corners = [
-            (SeriesLabelPosition::UpperLeft, false, true),
-            (SeriesLabelPosition::UpperRight, true, true),
-            (SeriesLabelPosition::LowerRight, true, false),
-            (SeriesLabelPosition::LowerLeft, false, false),
-        ];
-        let covered = |right: bool, upper: bool| {
-            let points = self.series.iter().flat_map(|s| &s.points);
-            points
-                .filter(|p| {
-                    let fx = (p.0 - x0) / (x1 - x0);
-                    let fy = (p.1 - y0) / (y1 - y0);
-                    let in_x = if right { fx >= 0.75 } else { fx <= 0.25 };
-                    let in_y = if upper { fy >= 0.66 } else { fy <= 0.34 };
-                    in_x && in_y
-                })
-                .count()
-        };
-        let mut best = (usize::MAX, SeriesLabelPosition::UpperLeft);
-        for (pos, right, upper) in corners {
-            let n = covered(right, upper);
-            if n < best.0 {
-                best = (n, pos);
-            }
+    fn line_style(&self, s: &Series) -> ShapeStyle {
+        ShapeStyle {
+            color: PALETTE[s.colour % PALETTE.len()].to_rgba(),
+            filled: false,
+            stroke_width: if s.points.len() > THICK_LINE_MAX_POINTS {
+                1
+            } else {
+                2
+            },
         }
-        best.1
+    }
+
+    /// Draws every legend entry in `area`, to the right of the plot: column by column, each
+    /// entry a swatch of its line (and marker) then its name.
+    fn draw_legend<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        layout: &LegendLayout,
+    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+        let font = ("sans-serif", LEGEND_FONT).into_font();
+        let top = 2 * LEGEND_ROW;
+        for (i, s) in self.legend_entries().enumerate() {
+            let (column, row) = (i / layout.rows, i % layout.rows);
+            let x = 4 + column as i32 * layout.column_width;
+            let y = top + row as i32 * LEGEND_ROW;
+            // Legend swatches are always thick: a 1-pixel sample is hard to match to a line.
+            let swatch = ShapeStyle {
+                stroke_width: 3,
+                ..self.line_style(s)
+            };
+            let line = vec![(x, y), (x + 24, y)];
+            if let Some((dash, gap)) = s.dash_pattern() {
+                area.draw(&DashedPathElement::new(line, dash, gap, swatch))?;
+            } else {
+                area.draw(&PathElement::new(line, swatch))?;
+            }
+            if self.markers {
+                area.draw(&Circle::new((x + 12, y), 4, swatch.color.filled()))?;
+            }
+            let text_pos = (x + LEGEND_SWATCH, y - LEGEND_FONT as i32 / 2 - 1);
+            area.draw(&Text::new(s.name.as_str(), text_pos, font.clone()))?;
+        }
+        Ok(())
     }
 }
 
@@ -1020,6 +1375,151 @@ mod tests {
         assert_svg(
             &dir.path().join("sweep_utilisation_sat_fwd.svg"),
             "utilisation of sat_fwd (%)",
+        );
+    }
+
+    #[test]
+    fn seed_sweep_plots_means_with_ci_bars_against_the_first_other_key() {
+        let dir = tempfile::tempdir().unwrap();
+        // seed first, so that the first key of sweep.csv is not the x axis.
+        let keys = vec!["seed".to_string(), "link.forward.error.per".to_string()];
+        let mut w = SweepWriter::create(dir.path(), keys).unwrap();
+        // Goodput by seed, for per = 1e-4 and per = 0.01.
+        let goodputs = [[10e6, 8e6], [12e6, 9e6], [17e6, 10e6]];
+        let mut run = 0;
+        for (seed, by_per) in goodputs.iter().enumerate() {
+            for (per, goodput) in ["1e-4", "0.01"].iter().zip(by_per) {
+                let mut s = example();
+                s.flows[0].goodput_bps = *goodput;
+                s.flows[1].goodput_bps = 0.0;
+                let assign = [
+                    ("seed".to_string(), (seed + 1).to_string()),
+                    ("link.forward.error.per".to_string(), per.to_string()),
+                ];
+                w.push(SweepRow::from_summary(run, &assign, &s));
+                run += 1;
+            }
+        }
+        w.finish().unwrap();
+        let charts = sweep_dir_charts(dir.path()).unwrap();
+        let total = &charts[0];
+        assert_eq!(total.file_stem, "sweep_total_goodput_bps");
+        assert_eq!(
+            total.title,
+            "total goodput (Mb/s) vs link.forward.error.per: mean ± 95 % CI over seeds"
+        );
+        assert!(total.x_log, "1e-4 to 0.01 spans two decades");
+        assert_eq!(total.series.len(), 1);
+        let s = &total.series[0];
+        // 10, 12, 17 Mb/s: 13 ± 8.956686; 8, 9, 10: 9 ± 4.302653 · 1 / √3 = 2.484138.
+        assert_eq!(s.points, [(-4.0, 13.0), (-2.0, 9.0)]);
+        assert!((s.errors[0] - 8.956686).abs() < 1e-6, "{:?}", s.errors);
+        assert!((s.errors[1] - 2.484138).abs() < 1e-6, "{:?}", s.errors);
+        let files = plot_dir(dir.path()).unwrap();
+        assert!(files.iter().any(|f| f.ends_with("sweep_jain_fairness.svg")));
+        assert_svg(&dir.path().join("sweep_total_goodput_bps.svg"), "1e-4");
+    }
+
+    #[test]
+    fn probability_axes_are_logarithmic_only_over_a_decade_of_positive_values() {
+        let a = Axis::infer("link.sat.error.per", &["1e-4", "1e-3", "0.01"]);
+        assert!(a.log10);
+        assert_eq!(a.values, [-4.0, -3.0, -2.0]);
+        let a = Axis::infer("link.sat.error.p_good_bad", &["0.001", "0.1"]);
+        assert!(a.log10);
+        // A zero has no logarithm; a span of less than a decade reads better linear.
+        assert!(!Axis::infer("link.sat.error.per", &["0", "1e-3", "0.01"]).log10);
+        assert!(!Axis::infer("link.sat.error.ber", &["2e-6", "1e-5"]).log10);
+        // Not a probability: linear whatever the span.
+        assert!(!Axis::infer("flow.bulk1.size", &["1", "1000"]).log10);
+        let t: Vec<String> = [-6.0, -3.0, -2.0, -1.5, 0.0, 1.0, 4.0]
+            .iter()
+            .map(log_tick)
+            .collect();
+        assert_eq!(t, ["1e-6", "1e-3", "0.01", "", "1", "10", "1e4"]);
+    }
+
+    #[test]
+    fn twenty_series_keep_all_twenty_legend_entries_beside_the_plot() {
+        let dir = tempfile::tempdir().unwrap();
+        let series = (0..20)
+            .map(|i| {
+                let pts = (0..50).map(|t| (t as f64, (t * (i + 1)) as f64)).collect();
+                (format!("series number {i:02}"), pts)
+            })
+            .collect();
+        let chart = Chart::new("many", "Twenty lines", "t", "y".into()).with_series(
+            (0..20)
+                .zip::<Vec<(String, Vec<(f64, f64)>)>>(series)
+                .map(|(i, (name, points))| Series::line(&name, i, points))
+                .collect(),
+        );
+        let layout = chart.legend_layout().unwrap();
+        assert_eq!((layout.columns, layout.rows), (1, 20));
+        let size = chart.canvas_size();
+        assert!(
+            size.0 > SIZE.0,
+            "the canvas widens for the legend: {size:?}"
+        );
+        let svg = dir.path().join("many.svg");
+        chart
+            .draw(SVGBackend::new(&svg, size).into_drawing_area())
+            .unwrap();
+        let text = std::fs::read_to_string(&svg).unwrap();
+        for i in 0..20 {
+            let label = format!("\nseries number {i:02}\n</text>");
+            assert_eq!(text.matches(&label).count(), 1, "{label} missing");
+        }
+        // Series that share a colour (the palette has ten) differ in their dashes.
+        let patterns: Vec<_> = chart.series.iter().map(Series::dash_pattern).collect();
+        assert_eq!(patterns[2], None);
+        assert_eq!(patterns[12], Some((2, 3)));
+        assert_ne!(patterns[12], patterns[2]);
+        // Sixty entries do not fit one column: three columns, every entry kept.
+        let mut chart = chart;
+        chart.series = (0..60)
+            .map(|i| Series::line(&format!("s{i}"), i, vec![(0.0, i as f64)]))
+            .collect();
+        let layout = chart.legend_layout().unwrap();
+        assert!(layout.columns * layout.rows >= 60);
+        assert!(layout.columns >= 3, "{} columns", layout.columns);
+        let svg = dir.path().join("sixty.svg");
+        chart
+            .draw(SVGBackend::new(&svg, chart.canvas_size()).into_drawing_area())
+            .unwrap();
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!((0..60).all(|i| text.contains(&format!("\ns{i}\n</text>"))));
+    }
+
+    #[test]
+    fn several_dirs_overlay_in_one_chart_per_kind() {
+        let root = tempfile::tempdir().unwrap();
+        let (a, b, out) = (
+            root.path().join("cubic"),
+            root.path().join("reno"),
+            root.path().join("both"),
+        );
+        for d in [&a, &b] {
+            std::fs::create_dir(d).unwrap();
+            write_run(d);
+        }
+        let files = plot_dirs(&[a.clone(), b.clone()], &out).unwrap();
+        assert_eq!(files.len(), 8);
+        assert!(files.iter().all(|f| f.starts_with(&out)));
+        assert_svg(&out.join("cwnd.svg"), "\ncubic: bulk0\n");
+        assert_svg(&out.join("cwnd.svg"), "\nreno: bulk1\n");
+        assert_svg(&out.join("throughput.svg"), "\nreno: sat_fwd\n");
+        // The run directories themselves are left alone.
+        assert!(!a.join("cwnd.png").exists());
+        // Same last element: the paths as given tell them apart.
+        let labels = dir_labels(&[PathBuf::from("x/run-000"), PathBuf::from("y/run-000")]);
+        assert_eq!(labels, ["x/run-000", "y/run-000"]);
+        // A missing directory is an error naming it, before anything is drawn.
+        let missing = root.path().join("nope");
+        let err = plot_dirs(&[a, missing.clone()], &out).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("{}: no such directory", missing.display())
         );
     }
 

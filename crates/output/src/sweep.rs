@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use crate::csv_fmt::{field, write_f64};
 use crate::summary::Summary;
+use crate::sweep_stats::{link_names, write_sweep_stats, SEED_KEY};
 
 /// File name of the sweep table.
 pub const SWEEP_CSV: &str = "sweep.csv";
@@ -87,6 +88,29 @@ impl SweepRow {
                 .collect(),
         }
     }
+
+    /// The value of the `sweep.csv` metric column `name` (`total_goodput_bps`,
+    /// `utilisation_sat_fwd`, …); `None` when the cell would be empty or no such column exists.
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        if let Some(link) = name.strip_prefix(UTILISATION_PREFIX) {
+            return self
+                .link_utilisation
+                .iter()
+                .find(|(l, _)| l == link)
+                .map(|(_, u)| *u);
+        }
+        match name {
+            "total_goodput_bps" => Some(self.total_goodput_bps),
+            "mean_goodput_bps" => Some(self.mean_goodput_bps),
+            "min_goodput_bps" => Some(self.min_goodput_bps),
+            "jain_fairness" => self.jain_fairness,
+            "retransmissions" => Some(self.retransmissions as f64),
+            "rto_expirations" => Some(self.rto_expirations as f64),
+            "max_completion_time_s" => self.max_completion_time_s,
+            "flows_completed" => Some(self.flows_completed as f64),
+            _ => None,
+        }
+    }
 }
 
 /// Collects the rows of a sweep and writes `sweep.csv` when [`finish`](Self::finish)ed.
@@ -124,15 +148,16 @@ impl SweepWriter {
         &self.rows
     }
 
-    /// Sorts the rows by run index, writes `sweep.csv` and returns its path.
+    /// Sorts the rows by run index, writes `sweep.csv` and returns its path. When `seed` is
+    /// one of the swept keys it also writes `sweep_stats.csv` (statistics per group of runs
+    /// that differ only in seed, see [`crate::sweep_stats`]) beside it.
     pub fn finish(mut self) -> io::Result<PathBuf> {
         self.rows.sort_by_key(|r| r.run);
-        let mut links: Vec<&str> = Vec::new();
-        for (name, _) in self.rows.iter().flat_map(|r| &r.link_utilisation) {
-            if !links.contains(&name.as_str()) {
-                links.push(name);
-            }
+        if self.keys.iter().any(|k| k == SEED_KEY) {
+            let dir = self.path.parent().unwrap_or(Path::new("."));
+            write_sweep_stats(dir, &self.keys, &self.rows)?;
         }
+        let links = link_names(&self.rows);
         let mut w = BufWriter::new(File::create(&self.path)?);
         w.write_all(b"run")?;
         for key in &self.keys {
@@ -247,5 +272,10 @@ mod tests {
              0,2Mbps,reno,6000000.0,3000000.0,2000000.0,0.900000,10,2,2.500000,1,0.600000,\n\
              1,10Mbps,cubic,4000000.0,4000000.0,4000000.0,1.000000,5,1,2.500000,1,,0.600000\n"
         );
+        // No seed swept: no grouped table.
+        assert!(!dir
+            .path()
+            .join(crate::sweep_stats::SWEEP_STATS_CSV)
+            .exists());
     }
 }

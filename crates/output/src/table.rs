@@ -8,6 +8,7 @@ use std::fmt::Write;
 
 use crate::summary::Summary;
 use crate::sweep::SweepRow;
+use crate::sweep_stats::{group_by_seed, is_seed_sweep, Stat, SweepGroup};
 
 /// Longest name (flow, link, swept value) shown in full.
 pub const MAX_NAME: usize = 16;
@@ -117,9 +118,24 @@ pub fn render_table(s: &Summary) -> String {
     out
 }
 
+/// The metric columns of both sweep tables, after the keys.
+const SWEEP_METRIC_COLUMNS: [(&str, Align); 6] = [
+    ("total goodput", Right),
+    ("min goodput", Right),
+    ("Jain", Right),
+    ("retx", Right),
+    ("RTOs", Right),
+    ("max done (s)", Right),
+];
+
 /// Renders a sweep: one line per run with its swept values and the main metrics. Keys are
 /// taken from the first row.
+///
+/// When `seed` is swept, renders [`render_seed_groups`] instead: one line per group of runs.
 pub fn render_sweep_table(rows: &[SweepRow]) -> String {
+    if is_seed_sweep(rows) {
+        return render_seed_groups(&group_by_seed(rows));
+    }
     let keys: Vec<&str> = rows
         .first()
         .map(|r| r.assignments.iter().map(|(k, _)| k.as_str()).collect())
@@ -128,14 +144,7 @@ pub fn render_sweep_table(rows: &[SweepRow]) -> String {
     let key_headers: Vec<String> = keys.iter().map(|k| shorten_left(k, MAX_NAME)).collect();
     let mut columns: Vec<(&str, Align)> = vec![("run", Right)];
     columns.extend(key_headers.iter().map(|k| (k.as_str(), Left)));
-    columns.extend([
-        ("total goodput", Right),
-        ("min goodput", Right),
-        ("Jain", Right),
-        ("retx", Right),
-        ("RTOs", Right),
-        ("max done (s)", Right),
-    ]);
+    columns.extend(SWEEP_METRIC_COLUMNS);
     let mut t = Table::new(&columns);
     for r in rows {
         let mut cells = vec![r.run.to_string()];
@@ -160,6 +169,95 @@ pub fn render_sweep_table(rows: &[SweepRow]) -> String {
     let mut out = String::new();
     t.render_into(&mut out);
     out
+}
+
+/// Renders the groups of a seed sweep: the swept values other than the seed, the number of
+/// runs, then `mean ± ci95` of the main metrics (the 95 % Student t half-width; the mean alone
+/// for a group of one run). A metric that only some runs of a group have (Jain without
+/// traffic, completion time of runs where no flow finished) is followed by `(k/n)`, the runs
+/// its statistics come from.
+///
+/// ```text
+/// rate    runs     total goodput       min goodput           Jain       retx  …
+/// 2Mbps      3  13.0 ± 8.96 Mb/s  6.50 ± 4.48 Mb/s  1.000 ± 0.000  1.0 ± 2.5  …
+/// ```
+pub fn render_seed_groups(groups: &[SweepGroup]) -> String {
+    let keys: Vec<&str> = groups
+        .first()
+        .map(|g| g.assignments.iter().map(|(k, _)| k.as_str()).collect())
+        .unwrap_or_default();
+    let key_headers: Vec<String> = keys.iter().map(|k| shorten_left(k, MAX_NAME)).collect();
+    let mut columns: Vec<(&str, Align)> = key_headers.iter().map(|k| (k.as_str(), Left)).collect();
+    columns.push(("runs", Right));
+    columns.extend(SWEEP_METRIC_COLUMNS);
+    let mut t = Table::new(&columns);
+    for g in groups {
+        let mut cells: Vec<String> = g
+            .assignments
+            .iter()
+            .map(|(_, v)| shorten(v, MAX_NAME))
+            .collect();
+        cells.push(g.runs.len().to_string());
+        let stat = |name: &str| g.metrics.iter().find(|(m, _)| m == name).and_then(|m| m.1);
+        let counted = |name: &str, text: String| match stat(name) {
+            Some(s) if s.n < g.runs.len() => format!("{text} ({}/{})", s.n, g.runs.len()),
+            _ => text,
+        };
+        cells.extend([
+            bitrate_pm(stat("total_goodput_bps")),
+            bitrate_pm(stat("min_goodput_bps")),
+            counted("jain_fairness", pm(stat("jain_fairness"), 3)),
+            pm(stat("retransmissions"), 1),
+            pm(stat("rto_expirations"), 1),
+            counted(
+                "max_completion_time_s",
+                pm(stat("max_completion_time_s"), 3),
+            ),
+        ]);
+        t.row(cells);
+    }
+    let mut out = String::new();
+    t.render_into(&mut out);
+    out
+}
+
+/// `mean ± ci95` with fixed decimals; the mean alone without an interval; `-` without values.
+fn pm(s: Option<Stat>, decimals: usize) -> String {
+    match s {
+        None => "-".into(),
+        Some(Stat {
+            mean,
+            ci95: Some(ci),
+            ..
+        }) => format!("{mean:.decimals$} ± {ci:.decimals$}"),
+        Some(s) => format!("{:.decimals$}", s.mean),
+    }
+}
+
+/// A bit rate `mean ± ci95` in one unit chosen by the mean, as [`format_bitrate`] would:
+/// `13.0 ± 8.96 Mb/s`.
+fn bitrate_pm(s: Option<Stat>) -> String {
+    let Some(s) = s else { return "-".into() };
+    let Some(ci) = s.ci95 else {
+        return format_bitrate(s.mean);
+    };
+    let shown = format_bitrate(s.mean);
+    let (div, unit) = match shown.rsplit_once(' ').map(|(_, u)| u) {
+        Some("Gb/s") => (1e9, "Gb/s"),
+        Some("Mb/s") => (1e6, "Mb/s"),
+        Some("kb/s") => (1e3, "kb/s"),
+        _ => (1.0, "b/s"),
+    };
+    let number = shown.rsplit_once(' ').map_or(shown.as_str(), |(n, _)| n);
+    let ci = ci / div;
+    let ci_text = if ci >= 100.0 {
+        format!("{ci:.0}")
+    } else {
+        // Three significant digits, as the mean.
+        let decimals = 2 - ci.abs().max(1e-9).log10().floor().clamp(-6.0, 2.0) as i32;
+        format!("{ci:.prec$}", prec = decimals.max(0) as usize)
+    };
+    format!("{number} ± {ci_text} {unit}")
 }
 
 #[derive(Clone, Copy)]
@@ -308,5 +406,38 @@ sat_fwd  10.0 Mb/s  60.0%        3          4         12.25    100
             lines[3],
             "  1  10Mbps                6.00 Mb/s    2.00 Mb/s  0.900    10     2         2.500"
         );
+    }
+
+    #[test]
+    fn seed_sweep_table_shows_mean_and_ci_per_group() {
+        let row = |run: usize, rate: &str, seed: &str, goodput: f64, done: Option<f64>| {
+            let mut s = example();
+            s.flows[0].goodput_bps = goodput;
+            s.flows[1].goodput_bps = goodput;
+            s.flows[0].retransmissions = run as u64;
+            s.flows[1].retransmissions = 0;
+            s.flows[0].completion_time_s = done;
+            let assign = [
+                ("rate".to_string(), rate.to_string()),
+                ("seed".to_string(), seed.to_string()),
+            ];
+            SweepRow::from_summary(run, &assign, &s)
+        };
+        let rows = vec![
+            row(0, "2Mbps", "1", 5e6, Some(2.0)),
+            row(1, "2Mbps", "2", 6e6, None),
+            row(2, "2Mbps", "3", 8.5e6, Some(4.0)),
+            row(3, "10Mbps", "1", 20e6, Some(1.0)),
+        ];
+        let text = render_sweep_table(&rows);
+        // 2Mbps: totals 10, 12, 17 Mb/s → 13.0 ± 8.96; retx 0, 1, 2 → 1.0 ± 2.5;
+        // completion from 2 of 3 runs: 3.000 ± 12.706. 10Mbps: one run, means alone.
+        let expected = "\
+rate    runs     total goodput       min goodput           Jain       retx       RTOs          max done (s)
+------  ----  ----------------  ----------------  -------------  ---------  ---------  --------------------
+2Mbps      3  13.0 ± 8.96 Mb/s  6.50 ± 4.48 Mb/s  1.000 ± 0.000  1.0 ± 2.5  2.0 ± 0.0  3.000 ± 12.706 (2/3)
+10Mbps     1         40.0 Mb/s         20.0 Mb/s          1.000        3.0        2.0                 1.000
+";
+        assert_eq!(text, expected);
     }
 }
