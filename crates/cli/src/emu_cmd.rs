@@ -95,6 +95,11 @@ pub fn run(args: EmuArgs) -> ExitCode {
         realtime: !args.no_realtime,
         coalesce: args.coalesce,
     };
+    // run.json first: it records what was asked, and must be there however the run ends.
+    if let Err(e) = write_run_json(&out, VERSION, sc.seed, &loaded.resolved) {
+        eprintln!("error: {}: {e}", out.display());
+        return ExitCode::from(1);
+    }
     let outcome = match satpep_emu::run(sc, &opts) {
         Ok(o) => o,
         Err(e) => {
@@ -102,10 +107,6 @@ pub fn run(args: EmuArgs) -> ExitCode {
             return ExitCode::from(e.exit_code());
         }
     };
-    if let Err(e) = write_run_json(&out, VERSION, sc.seed, &loaded.resolved) {
-        eprintln!("error: {}: {e}", out.display());
-        return ExitCode::from(1);
-    }
     let s = &outcome.summary;
     if !args.quiet {
         if let Ok(text) = std::fs::read_to_string(&outcome.client_log) {

@@ -78,6 +78,65 @@ pub struct Namespace {
 pub struct Namespaces {
     /// In creation order.
     pub list: Vec<Namespace>,
+    /// Removes them if this process dies without doing it (SIGKILL, a crash).
+    watchdog: Option<Watchdog>,
+}
+
+/// A small process that removes a run's namespaces when the emulator dies without removing
+/// them itself: SIGKILL, an abort, a kill of the whole process group. Namespaces are bind
+/// mounts that outlive their creator, and a user's command may have forked grandchildren that
+/// no death signal reaches; the watchdog kills every process inside each namespace (as
+/// `ip netns pids` lists them) and deletes it.
+///
+/// It waits for end-of-file on a pipe only the emulator holds (close-on-exec, so no command
+/// inherits it): the kernel closes it however the emulator ends. It runs in its own process
+/// group, so a signal to the emulator's group (`timeout`, Ctrl-C) does not stop it, and
+/// ignores SIGINT, SIGTERM and SIGHUP. After a normal teardown it finds nothing to do.
+#[derive(Debug)]
+struct Watchdog {
+    pipe: Option<std::process::ChildStdin>,
+    child: std::process::Child,
+}
+
+/// The watchdog's script; `$1` is the namespace name prefix of the run it guards.
+const WATCHDOG: &str = r#"trap '' INT TERM HUP
+cat >/dev/null
+sleep 0.2  # let the kernel close the dead emulator's other descriptors (TUN devices) first
+for ns in $(ls /var/run/netns 2>/dev/null); do
+  case "$ns" in
+    "$1"*)
+      for _ in 1 2 3; do
+        pids=$(ip netns pids "$ns" 2>/dev/null)
+        [ -z "$pids" ] && break
+        kill -9 $pids 2>/dev/null
+        sleep 0.05
+      done
+      ip netns del "$ns" 2>/dev/null ;;
+  esac
+done
+"#;
+
+impl Watchdog {
+    fn spawn(prefix: &str) -> std::io::Result<Self> {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", WATCHDOG, "satpep-watchdog", prefix])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut child = cmd.spawn()?;
+        Ok(Self {
+            pipe: child.stdin.take(),
+            child,
+        })
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        drop(self.pipe.take()); // end of file: it checks, finds nothing left, and exits
+        let _ = self.child.wait();
+    }
 }
 
 impl Namespaces {
@@ -86,9 +145,15 @@ impl Namespaces {
     pub fn create(hosts: &[(usize, String, Ipv4Addr)]) -> Result<Self, EmuError> {
         let run = RUN.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
-        let mut me = Self::default();
+        let prefix = format!("{PREFIX}{pid}-{run}-");
+        let mut me = Self {
+            list: Vec::new(),
+            watchdog: Some(Watchdog::spawn(&prefix).map_err(|e| {
+                EmuError::Setup(format!("cannot start the clean-up watchdog (sh): {e}"))
+            })?),
+        };
         for (node, name, address) in hosts {
-            let ns = format!("{PREFIX}{pid}-{run}-{}", sanitize(name));
+            let ns = format!("{prefix}{}", sanitize(name));
             ip(&["netns", "add", &ns]).map_err(|e| {
                 EmuError::Privileges(format!("cannot create network namespace {ns}: {e}"))
             })?;
@@ -126,6 +191,7 @@ impl Namespaces {
             drop(ns.tun.take());
             remove(&ns.name);
         }
+        drop(self.watchdog.take());
     }
 }
 

@@ -383,11 +383,13 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
     };
     engine.finish()?;
     summary.write_json(&opts.out)?;
-    drop(signals);
     if realtime {
         sys::set_normal();
     }
+    // Teardown while the signal handlers still stand: a second SIGINT or SIGTERM (`timeout`
+    // signals the process and then its group) must not kill us half-way.
     spaces.teardown();
+    drop(signals);
     Ok(EmuOutcome {
         summary,
         client_status,

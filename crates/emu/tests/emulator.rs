@@ -414,24 +414,43 @@ fn leftovers_of_a_killed_run_are_removed_at_next_start() {
     let spaces = wait_for_namespaces(&prefix, &mut child);
     assert_eq!(spaces.len(), 2, "one per host: {spaces:?}");
     // The server ("sleep 300") runs inside the first flow's listener namespace.
+    let mut server = Vec::new();
     wait_for(
-        || spaces.iter().any(|ns| !pids_in(ns).is_empty()),
+        || {
+            server = spaces.iter().flat_map(|ns| pids_in(ns)).collect();
+            !server.is_empty()
+        },
         "server start",
     );
-    child.kill().unwrap(); // SIGKILL: no cleanup code runs
+    child.kill().unwrap(); // SIGKILL: no cleanup code runs in the emulator
     child.wait().unwrap();
-    assert_eq!(
-        netns::list(&prefix),
-        spaces,
-        "a crash leaves the namespaces"
+    // Its watchdog removes the namespaces and kills what ran inside them.
+    wait_for(
+        || netns::list(&prefix).is_empty(),
+        "the watchdog's clean-up",
     );
+    for pid in &server {
+        wait_for(
+            || {
+                std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .map_or(true, |s| s.contains(") Z "))
+            },
+            "the server's end",
+        );
+    }
 
+    // Leftovers that even the watchdog could not remove (it was killed too) are removed by
+    // the next start: a namespace named for a pid that no longer runs.
+    let dead = child.id(); // reaped above: no longer a process
+    let stale = format!("satpep-{dead}-99-left");
+    let added = Command::new("ip").args(["netns", "add", &stale]).status();
+    assert!(added.is_ok_and(|s| s.success()), "ip netns add {stale}");
     let dir = tempfile::tempdir().unwrap();
     let mut opts = EmuOptions::new(dir.path());
     opts.duration = Some(Duration::from_millis(200));
     let out = satpep_emu::run(&geo20(), &opts).unwrap();
     assert!(
-        spaces.iter().all(|s| out.summary.stale_removed.contains(s)),
+        out.summary.stale_removed.contains(&stale),
         "{:?}",
         out.summary.stale_removed
     );
@@ -440,9 +459,7 @@ fn leftovers_of_a_killed_run_are_removed_at_next_start() {
         netns::list(&format!("satpep-{}-", std::process::id())).is_empty(),
         "this run's own namespaces are gone too"
     );
-    for ns in &spaces {
-        assert!(!Path::new(netns::NETNS_DIR).join(ns).exists());
-    }
+    assert!(!Path::new(netns::NETNS_DIR).join(&stale).exists());
 }
 
 /// SIGTERM stops a running emulation cleanly: it exits 0, writes its summary and removes its

@@ -7,8 +7,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use satpep_output::{
-    FlowSample, FlowSummary, LegSummary, LinkSample, LinkSummary, RunStatus, SeriesWriter,
-    Summary,
+    FlowSample, FlowSummary, LegSummary, LinkSample, LinkSummary, RunStatus, SeriesWriter, Summary,
 };
 use satpep_proto::dama::DamaLink;
 use satpep_proto::link::{Link, LinkStats};
