@@ -46,11 +46,24 @@ pub struct EmuArgs {
     no_realtime: bool,
     /// Sleep at least this long between wake-ups when packets are due later (e.g. 50us):
     /// fewer wake-ups at high packet rates, up to this much added lateness.
-    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_coalesce)]
     coalesce: Duration,
     /// Do not print the client's output and the results table.
     #[arg(long, short)]
     quiet: bool,
+}
+
+/// Longest `--coalesce`: beyond it the added lateness is of the order of the delays modelled.
+const MAX_COALESCE: Duration = Duration::from_millis(10);
+
+fn parse_coalesce(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d > MAX_COALESCE {
+        return Err(format!(
+            "{s} is longer than the {MAX_COALESCE} limit (it delays packets by up to that much)"
+        ));
+    }
+    Ok(d)
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -117,6 +130,31 @@ pub fn run(args: EmuArgs) -> ExitCode {
         println!("stopped: {}; results in {}", s.stop_reason, out.display());
     } else if s.lateness.p99_us > LATENESS_WARN_US {
         eprint!("{}", s.render_lateness());
+    }
+    if s.server_exited_early {
+        match s.server_exit {
+            Some(0) => eprintln!(
+                "warning: the server command exited (status 0) before the run ended (see {})",
+                outcome.server_log.display()
+            ),
+            code => {
+                let why = code.map_or("was killed by a signal".to_owned(), |c| {
+                    format!(
+                        "exited with status {c}{}",
+                        if c == 127 {
+                            " (command not found?)"
+                        } else {
+                            ""
+                        }
+                    )
+                });
+                eprintln!(
+                    "error: the server command {why} before the run ended (see {})",
+                    outcome.server_log.display()
+                );
+                return ExitCode::from(1);
+            }
+        }
     }
     match s.client_exit {
         Some(code) if code != 0 => {

@@ -239,3 +239,44 @@ fn two_quick_sigints_leave_nothing_behind() {
     assert_clean(emu, 3031, dir.path());
     assert!(dir.path().join("summary.json").exists());
 }
+
+/// A server command that cannot start is an error (exit 1, naming status 127), not a silent
+/// success; the run itself ends at its duration.
+#[test]
+fn a_server_that_cannot_start_is_an_error() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_emulate() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let o = Command::new(env!("CARGO_BIN_EXE_satpep"))
+        .args(["emu", "-q", "--no-realtime", "--duration", "2s", "--out"])
+        .arg(&out)
+        .args(["--server", "no-such-program-satpep-test"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("server command exited with status 127"),
+        "{stderr}"
+    );
+    let summary = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    assert!(
+        summary.contains("\"server_exited_early\": true"),
+        "{summary}"
+    );
+}
+
+/// `--coalesce` is bounded: a value that would stall the run is refused before anything starts.
+#[test]
+fn coalesce_is_bounded() {
+    let o = Command::new(env!("CARGO_BIN_EXE_satpep"))
+        .args(["emu", "--coalesce", "1e9s"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("10ms limit"), "{stderr}");
+}

@@ -36,6 +36,10 @@ pub struct EmuSummary {
     /// Exit code of the server command (`None`: none given, still running at the end and
     /// stopped, or killed by a signal).
     pub server_exit: Option<i32>,
+    /// The server command ended on its own before the run stopped (a server that cannot start,
+    /// e.g. a missing program, shows here with `server_exit` 127).
+    #[serde(default)]
+    pub server_exited_early: bool,
     /// Namespaces of crashed earlier runs removed at start.
     pub stale_removed: Vec<String>,
     /// Whether the loop ran under SCHED_FIFO.

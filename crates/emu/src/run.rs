@@ -247,15 +247,16 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
             break Stop::Duration;
         }
 
-        let deadline = [engine.poll_timeout(), client_due, end]
-            .into_iter()
-            .flatten()
-            .min();
+        // `coalesce` stretches only waits for packets: the client's start and the end of the
+        // run happen on time whatever it is.
         let now_ns = sys::monotonic_ns();
-        let wait_ns = deadline.map(|d| match (epoch + d.as_nanos()).saturating_sub(now_ns) {
+        let until = |d: Instant| (epoch + d.as_nanos()).saturating_sub(now_ns);
+        let packet_wait = engine.poll_timeout().map(|d| match until(d) {
             0 => 0,
             w => w.max(opts.coalesce.as_nanos()),
         });
+        let other_wait = [client_due, end].into_iter().flatten().map(until).min();
+        let wait_ns = [packet_wait, other_wait].into_iter().flatten().min();
         let mut stop = false;
         let mut on_event = |token: u64| match token {
             TOKEN_TIMER => timer_fired = true,
@@ -293,6 +294,7 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
         }
     };
     let now = clock();
+    let server_exited_early = server_status.is_some();
 
     // Stop the commands: SIGTERM to their process groups, then SIGKILL after a second.
     for child in [client.as_mut(), server.as_mut()].into_iter().flatten() {
@@ -370,6 +372,7 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
         .into(),
         client_exit: client_status.and_then(|s| s.code()),
         server_exit: server_status.and_then(|s| s.code()),
+        server_exited_early,
         stale_removed,
         realtime,
         open_connections: engine.network().open_connections(),
