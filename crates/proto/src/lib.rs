@@ -17,6 +17,8 @@ pub mod ack;
 pub mod chain;
 pub mod dama;
 pub mod dupack_delay;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 pub mod link;
 pub mod middlebox;
 pub mod net;

@@ -18,6 +18,7 @@
 //! which the sender needs to count them, stays); one flow's packets leave in arrival order.
 
 mod expander;
+#[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 mod queue;
 pub mod spacing;

@@ -5,6 +5,7 @@
 //! hybrid gateway: connection control blocks, spoofing, selective ACK dropping), Karaliopoulos
 //! et al. (split Reno–SACK over GEO under packet errors).
 
+#[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 mod proxy;
 mod split_flow;

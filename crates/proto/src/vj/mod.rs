@@ -97,6 +97,7 @@ pub(crate) mod mask {
 /// TCP.
 pub(crate) const MAX_SLOT_HEADER: usize = 80;
 
+#[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 
 #[cfg(test)]

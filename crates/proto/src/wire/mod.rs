@@ -11,6 +11,7 @@
 //! stable smoke test running the same [`fuzzing`] body).
 
 pub mod checksum;
+#[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 pub mod ipip;
 mod ipv4;
