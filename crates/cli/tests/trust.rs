@@ -272,3 +272,58 @@ fn missing_paths_exit_2() {
         assert!(stderr.contains("nope"), "{args:?}: {stderr}");
     }
 }
+
+/// SIGINT during a sweep: runs under way end whole and marked interrupted, runs not started
+/// are skipped, sweep.csv is written (here with no complete run), exit 130.
+#[test]
+fn an_interrupted_sweep_writes_whole_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = format!(
+        "{}\n[sweep]\nseed = [1, 2, 3, 4, 5, 6, 7, 8]\n",
+        satpep_scenario::default_scenario_text()
+    );
+    std::fs::write(dir.path().join("s.toml"), sweep).unwrap();
+    let out = dir.path().join("sw");
+    let child = Command::new(env!("CARGO_BIN_EXE_satpep"))
+        .args(["sim", "s.toml", "-q", "--jobs", "2", "--out"])
+        .arg(&out)
+        .args([
+            "--set",
+            "duration=\"100000s\"",
+            "--set",
+            "stop_when_done=false",
+        ])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while std::fs::metadata(out.join("run-000/flows.csv")).map_or(0, |m| m.len()) < 100_000 {
+        assert!(t0.elapsed() < Duration::from_secs(60), "no rows after 60 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let kill = Command::new("sh")
+        .args(["-c", &format!("kill -INT {}", child.id())])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("sweep.csv holds the 0 of 8 runs"),
+        "{stderr}"
+    );
+    let csv = read(&out.join("sweep.csv"));
+    assert_eq!(csv.lines().count(), 1, "header only: {csv}");
+    let started: Vec<_> = (0..8)
+        .map(|i| out.join(format!("run-{i:03}")))
+        .filter(|d| d.exists())
+        .collect();
+    assert!(!started.is_empty() && started.len() < 8, "{started:?}");
+    for d in &started {
+        assert_eq!(json(&d.join("summary.json"))["status"], "interrupted");
+        check_csv(&d.join("flows.csv"));
+    }
+}
