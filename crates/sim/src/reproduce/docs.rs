@@ -8,7 +8,8 @@
 //! <!-- /satpep -->
 //! ```
 //!
-//! `arora:figures` names the block listing a paper's images with their data digests. [`check`]
+//! `arora:figures` names the block listing a paper's images with their data digests. Markers
+//! inside fenced code blocks are examples and are ignored. [`check`]
 //! compares every block with the run and names the doc line and the first differing word (a
 //! number, nearly always); [`update`] rewrites the blocks and copies the images into `img/`.
 
@@ -76,8 +77,17 @@ pub fn blocks(text: &str) -> Result<Vec<Block>, (usize, String)> {
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::new();
     let mut i = 0;
+    let mut fenced = false;
     while i < lines.len() {
         let line = lines[i].trim();
+        // Markers inside a fenced code block are examples, not blocks.
+        if line.starts_with("```") {
+            fenced = !fenced;
+        }
+        if fenced {
+            i += 1;
+            continue;
+        }
         if line == CLOSE {
             return Err((i + 1, "closing marker without an opening one".into()));
         }
@@ -393,6 +403,9 @@ mod tests {
         );
         let b = blocks("x\n<!-- satpep reproduce lee:figures -->\n<!-- /satpep -->\n")
             .expect("well-formed");
+        let example =
+            "```text\n<!-- satpep reproduce arora:table x -->\n…\n<!-- /satpep -->\n```\n";
+        assert_eq!(blocks(example), Ok(vec![]));
         assert_eq!(b[0].name, "figures");
         assert_eq!(b[0].content, 2..2);
     }

@@ -29,7 +29,7 @@ struct Row {
 
 pub(super) fn run(dir: &Path, figs: &mut Figures) -> Res<Vec<Table>> {
     // Every simulation first, all on every core; then the tables from their flows.csv.
-    let mut jobs: Vec<(PathBuf, Scenario)> = Vec::new();
+    let mut jobs: Jobs = Vec::new();
     let t2 = table2_jobs(&dir.join("table2"))?;
     let slow = slow_jobs(&dir.join("slow_app"))?;
     let sweep = sweep_jobs(&dir.join("sweep"))?;
@@ -55,7 +55,7 @@ const TABLE2_CASES: [(&str, &str, bool, &str, f64); 5] = [
     ("4MB", "4 MB", false, "4096KiB", 23.72),
 ];
 
-fn table2_jobs(out: &Path) -> Res<Vec<(PathBuf, Scenario)>> {
+fn table2_jobs(out: &Path) -> Res<Jobs> {
     TABLE2_CASES
         .iter()
         .map(|&(d, _, gw, buf, _)| {
@@ -138,7 +138,7 @@ fn table2(out: &Path, figs: &mut Figures) -> Res<Table> {
     })
 }
 
-fn slow_jobs(out: &Path) -> Res<Vec<(PathBuf, Scenario)>> {
+fn slow_jobs(out: &Path) -> Res<Jobs> {
     let common = [
         "defaults.tcp.app_read_rate=5Mbps",
         "flow.bulk.app={ kind = \"bulk\", bytes = \"10MB\" }",
@@ -224,7 +224,10 @@ const SWEEP_RTTS_MS: [u64; 5] = [100, 250, 500, 1000, 2000];
 /// One sweep run: RTT, link rate (Mb/s), gateway.
 type SweepKey = (u64, f64, bool);
 
-fn sweep_jobs(out: &Path) -> Res<(Vec<(PathBuf, Scenario)>, Vec<SweepKey>)> {
+/// Simulations to run: output directory and scenario.
+type Jobs = Vec<(PathBuf, Scenario)>;
+
+fn sweep_jobs(out: &Path) -> Res<(Jobs, Vec<SweepKey>)> {
     let (mut jobs, mut keys) = (Vec::new(), Vec::new());
     for rtt in SWEEP_RTTS_MS {
         let half = rtt / 2;
@@ -313,7 +316,9 @@ fn sweep_table(out: &Path, keys: &[SweepKey], figs: &mut Figures) -> Res<Table> 
     let with = format!("with the gateway: {rate_names} Mb/s");
     // Series with identical points (the gateway's, typically) are drawn once, named by the
     // range of rates they cover.
-    let mut merged: Vec<(bool, Vec<u64>, Vec<(f64, f64)>)> = Vec::new();
+    // (gateway, rates in kb/s, points)
+    type Merged = (bool, Vec<u64>, Vec<(f64, f64)>);
+    let mut merged: Vec<Merged> = Vec::new();
     for gw in [false, true] {
         for &r in &rates {
             let pts: Vec<(f64, f64)> = SWEEP_RTTS_MS
@@ -357,7 +362,7 @@ fn sweep_table(out: &Path, keys: &[SweepKey], figs: &mut Figures) -> Res<Table> 
     })
 }
 
-fn table1_jobs(out: &Path) -> Res<Vec<(PathBuf, Scenario)>> {
+fn table1_jobs(out: &Path) -> Res<Jobs> {
     let loaded = load(TABLE1, "table1.toml", &[])?;
     Ok(loaded
         .sweep
