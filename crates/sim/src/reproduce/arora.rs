@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::figure::Figures;
-use super::{fixed, md_table, par_map, Res, Table};
+use super::{par_map, Grid, Res, Table};
 use crate::experiments::arora::{run as run_one, Config};
 
 const WINDOWS_KIB: [u64; 5] = [4, 8, 16, 32, 64];
@@ -50,15 +50,14 @@ pub(super) fn run(dir: &Path, figs: &mut Figures) -> Res<Vec<Table>> {
     );
     let mut tables = Vec::new();
     for (c, (acks, title, _)) in CASES.iter().enumerate() {
-        let mut series = Vec::new();
-        let mut rows = Vec::new();
+        let windows = WINDOWS_KIB.iter().map(u64::to_string);
+        let mut grid = Grid::new("window (KiB)", windows, 0);
         for cfg in Config::ALL {
-            let mut pts = Vec::new();
-            let mut row = vec![label(cfg).to_string()];
-            for (i, w) in WINDOWS_KIB.iter().enumerate() {
+            let mut kbps = Vec::new();
+            for w in WINDOWS_KIB {
                 let k = points
                     .iter()
-                    .position(|p| *p == (c, cfg, *w))
+                    .position(|p| *p == (c, cfg, w))
                     .ok_or("arora: point missing")?;
                 let o = &outcomes[k];
                 writeln!(
@@ -71,19 +70,12 @@ pub(super) fn run(dir: &Path, figs: &mut Figures) -> Res<Vec<Table>> {
                     o.gw_retransmissions,
                     o.dialup_queue_drops
                 )?;
-                row.push(fixed(o.throughput_bps / 1e3, 0));
-                pts.push((i as f64, o.throughput_bps / 1e3));
+                kbps.push(o.throughput_bps / 1e3);
             }
-            rows.push(row);
-            series.push((cfg.name().to_string(), pts));
+            grid.row(label(cfg), cfg.name(), &kbps);
         }
-        let mut header = vec!["window (KiB)".to_string()];
-        header.extend(WINDOWS_KIB.iter().map(u64::to_string));
-        let header: Vec<&str> = header.iter().map(String::as_str).collect();
-        tables.push(Table {
-            name: acks.to_string(),
-            markdown: md_table(&header, rows),
-        });
+        let (table, series) = grid.finish(acks);
+        tables.push(table);
         figs.line(
             acks,
             &format!("DirecPC, 2 MB, 1 Mb/s satellite: {title}"),

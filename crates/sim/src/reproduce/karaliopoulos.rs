@@ -15,7 +15,7 @@ use std::path::Path;
 use satpep_proto::Duration;
 
 use super::figure::Figures;
-use super::{fixed, md_table, par_map, Res, Table};
+use super::{fixed, md_table, par_map, Grid, Res, Table};
 use crate::experiments::karaliopoulos::{run as run_one, Outcome, Point, Sample, Scheme};
 
 const PERS: [f64; 8] = [0.0, 1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 2e-2, 5e-2];
@@ -115,33 +115,29 @@ fn fig2(dir: &Path, figs: &mut Figures) -> Res<Vec<Table>> {
     let mut tables = Vec::new();
     for &(bytes, rate) in &CASES {
         let name = format!("fig2_{}MB_{rate}", bytes / 1_000_000);
-        let mut series = Vec::new();
-        let mut rows = Vec::new();
+        let mut grid = Grid::new("PER", PER_LABELS.map(String::from), 0);
         for scheme in Scheme::ALL {
-            let mut pts = Vec::new();
-            let mut row = vec![label(scheme).to_string()];
-            for (i, per) in PERS.iter().enumerate() {
-                let g: Vec<f64> = points
-                    .iter()
-                    .zip(&outcomes)
-                    .filter(|(p, _)| {
-                        p.scheme == scheme && p.per == *per && p.bytes == bytes && p.rate == rate
-                    })
-                    .map(|(_, o)| o.goodput_bps)
-                    .collect();
-                let mean = g.iter().sum::<f64>() / g.len().max(1) as f64;
-                row.push(fixed(mean / 1e3, 0));
-                pts.push((i as f64, mean / 1e3));
-            }
-            rows.push(row);
-            series.push((label(scheme).to_string(), pts));
+            let kbps: Vec<f64> = PERS
+                .iter()
+                .map(|per| {
+                    let g: Vec<f64> = points
+                        .iter()
+                        .zip(&outcomes)
+                        .filter(|(p, _)| {
+                            p.scheme == scheme
+                                && p.per == *per
+                                && p.bytes == bytes
+                                && p.rate == rate
+                        })
+                        .map(|(_, o)| o.goodput_bps)
+                        .collect();
+                    g.iter().sum::<f64>() / g.len().max(1) as f64 / 1e3
+                })
+                .collect();
+            grid.row(label(scheme), label(scheme), &kbps);
         }
-        let mut header = vec!["PER"];
-        header.extend(PER_LABELS);
-        tables.push(Table {
-            name: name.clone(),
-            markdown: md_table(&header, rows),
-        });
+        let (table, series) = grid.finish(&name);
+        tables.push(table);
         figs.line(
             &name,
             &format!("Goodput vs PER, {} MB, satellite {rate}", bytes / 1_000_000),

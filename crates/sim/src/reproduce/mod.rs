@@ -230,6 +230,48 @@ fn md_table(header: &[&str], rows: Vec<Vec<String>>) -> String {
     s
 }
 
+/// A table whose rows are also the series of a categorical figure: one row (and series) per
+/// scheme, one column per category (x = 0, 1, 2, … on the figure).
+struct Grid {
+    header: Vec<String>,
+    decimals: usize,
+    rows: Vec<Vec<String>>,
+    series: figure::Series,
+}
+
+impl Grid {
+    /// `corner` heads the label column; `columns` name the categories.
+    fn new(corner: &str, columns: impl IntoIterator<Item = String>, decimals: usize) -> Self {
+        let mut header = vec![corner.to_string()];
+        header.extend(columns);
+        Self {
+            header,
+            decimals,
+            rows: Vec::new(),
+            series: Vec::new(),
+        }
+    }
+
+    /// One row labelled `label` in the table and `legend` on the figure.
+    fn row(&mut self, label: &str, legend: &str, values: &[f64]) {
+        let mut row = vec![label.to_string()];
+        row.extend(values.iter().map(|v| fixed(*v, self.decimals)));
+        self.rows.push(row);
+        let pts = values.iter().enumerate().map(|(i, v)| (i as f64, *v));
+        self.series.push((legend.to_string(), pts.collect()));
+    }
+
+    /// The table called `name`, and the series for the figure.
+    fn finish(self, name: &str) -> (Table, figure::Series) {
+        let header: Vec<&str> = self.header.iter().map(String::as_str).collect();
+        let table = Table {
+            name: name.to_string(),
+            markdown: md_table(&header, self.rows),
+        };
+        (table, self.series)
+    }
+}
+
 /// `v` with `d` decimals.
 fn fixed(v: f64, d: usize) -> String {
     format!("{v:.d$}")

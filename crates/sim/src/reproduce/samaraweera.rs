@@ -14,7 +14,7 @@ use std::path::Path;
 use satpep_proto::Duration;
 
 use super::figure::{Figures, Series};
-use super::{fixed, md_table, par_map, Res, Table};
+use super::{fixed, md_table, par_map, Grid, Res, Table};
 use crate::experiments::samaraweera::{run as run_one, Outcome, Point, Sample, Technique};
 
 const RATES: [(&str, f64); 8] = [
@@ -372,12 +372,14 @@ fn fig11(dir: &Path, figs: &mut Figures) -> Res<Vec<Table>> {
             .collect();
         let outs = run_all(&points, None)?;
         let qn = q.unwrap_or(DEFAULT_QUEUE);
-        let mut s11 = Vec::new();
-        let mut rows = Vec::new();
+        let mut columns: Vec<String> = RATES.iter().map(|r| r.1.to_string()).collect();
+        if let Some(last) = columns.last_mut() {
+            last.push_str(" kb/s");
+        }
+        let mut grid = Grid::new(&format!("Mb/s, hub queue {qn}"), columns, 2);
         for t in Technique::ALL {
-            let mut pts = Vec::new();
-            let mut row = vec![label(t).to_string()];
-            for (i, &(rate, kbps)) in RATES.iter().enumerate() {
+            let mut mbps = Vec::new();
+            for &(rate, kbps) in &RATES {
                 let j = points
                     .iter()
                     .position(|p| p.technique == t && p.return_rate == rate)
@@ -395,22 +397,12 @@ fn fig11(dir: &Path, figs: &mut Figures) -> Res<Vec<Table>> {
                     o.regenerated,
                     o.mean_return_queue
                 )?;
-                row.push(fixed(o.goodput_bps / 1e6, 2));
-                pts.push((i as f64, o.goodput_bps / 1e6));
+                mbps.push(o.goodput_bps / 1e6);
             }
-            rows.push(row);
-            s11.push((t.name().to_string(), pts));
+            grid.row(label(t), t.name(), &mbps);
         }
-        let mut header = vec![format!("Mb/s, hub queue {qn}")];
-        header.extend(RATES.iter().map(|r| r.1.to_string()));
-        if let Some(last) = header.last_mut() {
-            last.push_str(" kb/s");
-        }
-        let header: Vec<&str> = header.iter().map(String::as_str).collect();
-        tables.push(Table {
-            name: name.into(),
-            markdown: md_table(&header, rows),
-        });
+        let (table, s11) = grid.finish(name);
+        tables.push(table);
         figs.line(
             name,
             &format!("Fig 11: aggregate goodput, three flows, hub queue {qn}"),
