@@ -2,7 +2,7 @@
 //!
 //! - `single_<rate>.csv` (t, technique, cwnd, acked, queues; one flow), figures `fig3_cwnd`,
 //!   `fig4_seq`, `fig5_bytes_zoom`, `fig6_cwnd_spacing`, `fig7_fwd_queue_spacing` (9.6 kb/s),
-//!   `fig8_430k_queue`, `fig8_430k_cwnd`; table `single`;
+//!   `fig8_430k_queue`, `fig8_430k_cwnd`; tables `single`, `single_timeline`, `single_crossings`;
 //! - `three_flows.csv`, `fig9_fwd_queue_3flows`, `fig10_seq_staggered`,
 //!   `fig12_return_queue_32k`; table `three_flows`;
 //! - `fig11.csv`, figures and tables `fig11_throughput` (hub queue 2200, lossless) and
@@ -106,14 +106,14 @@ fn samples_csv(techs: &[Technique], outs: &[&Outcome]) -> String {
 }
 
 pub(super) fn run(dir: &Path, figs: &mut Figures) -> Res<Vec<Table>> {
-    let mut tables = vec![single(dir, figs)?];
+    let mut tables = single(dir, figs)?;
     tables.push(three_flows(dir, figs)?);
     tables.extend(fig11(dir, figs)?);
     Ok(tables)
 }
 
 /// Figs 3–7: one flow at 9.6 kb/s, every technique; fig 8: 430 kb/s.
-fn single(dir: &Path, figs: &mut Figures) -> Res<Table> {
+fn single(dir: &Path, figs: &mut Figures) -> Res<Vec<Table>> {
     let every = Some(Duration::from_millis(50));
     let points: Vec<Point> = Technique::ALL
         .iter()
@@ -210,6 +210,7 @@ fn single(dir: &Path, figs: &mut Figures) -> Res<Table> {
         false,
         series(&sp, &sp430, 20.0, |s| kb(s.cwnd[0])),
     )?;
+    let timeline = timeline(&all, &pick(&all, "9.6kbps")?);
     let rows = points
         .iter()
         .zip(&outs)
@@ -227,7 +228,7 @@ fn single(dir: &Path, figs: &mut Figures) -> Res<Table> {
             ]
         })
         .collect();
-    Ok(Table {
+    let single = Table {
         name: "single".into(),
         markdown: md_table(
             &[
@@ -243,7 +244,77 @@ fn single(dir: &Path, figs: &mut Figures) -> Res<Table> {
             ],
             rows,
         ),
-    })
+    };
+    Ok(vec![single, timeline.0, timeline.1])
+}
+
+/// The moments the prose of Figs 3–8 quotes, from the 50 ms samples of one flow at 9.6 kb/s:
+/// per technique the bytes acknowledged at 10 s and 60 s, when cwnd first reaches its largest
+/// value, and the hub queue's peak; and when one technique's acknowledged bytes pass another's.
+fn timeline(techs: &[Technique], outs: &[&Outcome]) -> (Table, Table) {
+    let mb = |o: &Outcome, t: f64| {
+        o.samples
+            .iter()
+            .take_while(|s| s.t <= t + 1e-9)
+            .last()
+            .map_or(0.0, |s| s.acked[0] as f64 / 1e6)
+    };
+    let rows = techs
+        .iter()
+        .zip(outs)
+        .map(|(t, o)| {
+            let max = o.samples.iter().map(|s| s.cwnd[0]).max().unwrap_or(0);
+            let at_max = o.samples.iter().find(|s| s.cwnd[0] == max).map(|s| s.t);
+            let peak = o.samples.iter().map(|s| s.forward_queue).max().unwrap_or(0);
+            vec![
+                label(*t).to_string(),
+                fixed(mb(o, 10.0), 2),
+                fixed(mb(o, 60.0), 1),
+                at_max.map_or("—".into(), |t| fixed(t, 2)),
+                peak.to_string(),
+            ]
+        })
+        .collect();
+    let by = |t: Technique| techs.iter().position(|x| *x == t).map(|i| outs[i]);
+    let mut crossings = Vec::new();
+    for (a, b) in [
+        (Technique::Suppression, Technique::HeaderCompression),
+        (Technique::Compaction, Technique::HeaderCompression),
+    ] {
+        let (Some(oa), Some(ob)) = (by(a), by(b)) else {
+            continue;
+        };
+        // The first sample after the first second at which `a` has more acknowledged than `b`.
+        let pass = oa
+            .samples
+            .iter()
+            .zip(&ob.samples)
+            .find(|(sa, sb)| sa.t > 1.0 && sa.acked[0] > sb.acked[0]);
+        crossings.push(vec![
+            format!("{} passes {}", label(a), label(b)),
+            pass.map_or("never".into(), |(s, _)| fixed(s.t, 2)),
+            pass.map_or("—".into(), |(s, _)| fixed(s.acked[0] as f64 / 1e6, 2)),
+        ]);
+    }
+    (
+        Table {
+            name: "single_timeline".into(),
+            markdown: md_table(
+                &[
+                    "one flow, 9.6 kb/s",
+                    "MB acked at 10 s",
+                    "MB acked at 60 s",
+                    "cwnd at its largest from (s)",
+                    "hub queue peak (50 ms samples)",
+                ],
+                rows,
+            ),
+        },
+        Table {
+            name: "single_crossings".into(),
+            markdown: md_table(&["one flow, 9.6 kb/s", "at (s)", "MB acked"], crossings),
+        },
+    )
 }
 
 /// Figs 9, 10, 12: three flows.
