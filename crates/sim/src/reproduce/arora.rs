@@ -1,12 +1,13 @@
 //! Arora et al. (DirecPC): throughput vs the Internet host's window, without enhancement, with
 //! TCP spoofing, with spoofing + selective ACK dropping, for three return-path cases. Writes
-//! `arora.csv`, one figure and one table per case.
+//! `arora.csv`, one figure and one table per case; table `paths`: asymmetric routing through the
+//! terminal's IP-in-IP tunnel (`arora_paths.toml`).
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 use super::figure::Figures;
-use super::{par_map, Grid, Res, Table};
+use super::{fixed, md_table, par_map, Grid, Res, Table};
 use crate::experiments::arora::{run as run_one, Config};
 
 const WINDOWS_KIB: [u64; 5] = [4, 8, 16, 32, 64];
@@ -87,7 +88,99 @@ pub(super) fn run(dir: &Path, figs: &mut Figures) -> Res<Vec<Table>> {
         )?;
     }
     super::write(&dir.join("arora.csv"), &csv)?;
+    tables.push(paths()?);
     Ok(tables)
+}
+
+const PATHS: &str = include_str!("../../../../scenarios/arora/arora_paths.toml");
+
+/// Asymmetric routing and port-based path selection (`scenarios/arora/arora_paths.toml`): one
+/// telnet session alone for 30 s, then a 1 MB HTTP download; what crossed which link.
+fn paths() -> Res<Table> {
+    use satpep_proto::middlebox::Middlebox;
+    use satpep_proto::{Duration, Instant};
+
+    let loaded = super::load(PATHS, "arora_paths.toml", &[])?;
+    let sc = &loaded.scenario;
+    let link = |name: &str| {
+        sc.links
+            .iter()
+            .position(|l| l.name == name)
+            .ok_or_else(|| format!("arora_paths.toml: no link `{name}`"))
+    };
+    let (sat, down, up, lan) = (
+        link("satellite")?,
+        link("dialdown")?,
+        link("dialup")?,
+        link("client-term")?,
+    );
+    let gw = sc
+        .nodes
+        .iter()
+        .position(|n| n.name == "gw")
+        .ok_or("arora_paths.toml: no node `gw`")?;
+    let mut sim = crate::Simulation::new(sc);
+    // Telnet alone until the HTTP download starts at 30 s.
+    sim.run_until(Instant::ZERO + Duration::from_secs(29));
+    let sat_early = sim.link(sat).stats().delivered_packets;
+    let down_early = sim.link(down).stats().delivered_packets;
+    let end = Instant::ZERO + sc.duration;
+    let mut t = Instant::ZERO + Duration::from_secs(29);
+    let mut done = None;
+    while t < end {
+        t = (t + Duration::from_millis(10)).min(end);
+        sim.run_until(t);
+        if done.is_none() && sim.listener(1).bytes_delivered() >= 1_000_000 {
+            done = Some(t.as_secs_f64() - 30.0);
+        }
+    }
+    let (u, l) = (sim.link(up).stats(), sim.link(lan).stats());
+    let ccbs = match sim.middlebox(gw) {
+        Some(Middlebox::Chain(c)) => c.elements().iter().find_map(|e| match e {
+            Middlebox::Spoof(s) => Some(s.stats().ccbs_allocated),
+            _ => None,
+        }),
+        _ => None,
+    };
+    let rows = [
+        (
+            "satellite packets before HTTP starts (29 s)",
+            sat_early.to_string(),
+        ),
+        (
+            "dial-down packets before HTTP starts (telnet)",
+            down_early.to_string(),
+        ),
+        (
+            "packets from the client: on its LAN / over the dial-up",
+            format!("{} / {}", l.delivered_packets, u.delivered_packets),
+        ),
+        (
+            "their bytes: on its LAN / over the dial-up",
+            format!("{} / {}", l.delivered_bytes, u.delivered_bytes),
+        ),
+        (
+            "connections the gateway spoofed (CCBs)",
+            ccbs.map_or("—".into(), |c| c.to_string()),
+        ),
+        (
+            "HTTP: 1 MB delivered after (s)",
+            done.map_or("not done".into(), |d| fixed(d, 1)),
+        ),
+        (
+            "HTTP goodput (kb/s)",
+            done.map_or("—".into(), |d| fixed(8e6 / d / 1e3, 0)),
+        ),
+    ];
+    Ok(Table {
+        name: "paths".into(),
+        markdown: md_table(
+            &["arora_paths.toml", "measured"],
+            rows.into_iter()
+                .map(|(a, b)| vec![a.to_string(), b])
+                .collect(),
+        ),
+    })
 }
 
 fn label(cfg: Config) -> &'static str {
