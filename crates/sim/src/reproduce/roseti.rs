@@ -1,6 +1,6 @@
 //! Roseti & Kristiansen, TCP over DVB-RCS DAMA: Figs 5a, 5b, 5c, 6, 7 and N terminals on one
-//! carrier. Runs `scenarios/roseti/single.toml` (embedded) with `--set`-style overrides (the
-//! N-terminal runs generate their scenario text); outputs under `fig5a/`, `fig5b/`, `fig6/`,
+//! carrier (tables `fig5`, `fig6`, `fig7`, `nst`). Runs `scenarios/roseti/single.toml`
+//! (embedded) with `--set`-style overrides (the N-terminal runs generate their scenario text); outputs under `fig5a/`, `fig5b/`, `fig6/`,
 //! `fig7/`, `nst/`. Nothing here is tuned: every number comes from the scenario files.
 
 use std::collections::BTreeMap;
@@ -115,9 +115,18 @@ pub(super) fn run(dir: &Path, figs: &mut Figures) -> Res<Vec<Table>> {
         plotters::style::FontStyle::Normal,
         dejavu::sans::regular(),
     );
-    fig5a(dir, figs)?;
-    fig5b(dir, figs)?;
-    Ok(vec![fig6(dir, figs)?, fig7(dir, figs)?, nst(dir, figs)?])
+    let mut fig5 = fig5a(dir, figs)?;
+    fig5.extend(fig5b(dir, figs)?);
+    let fig5 = Table {
+        name: "fig5".into(),
+        markdown: md_table(&["first 40 s", "measured"], fig5),
+    };
+    Ok(vec![
+        fig5,
+        fig6(dir, figs)?,
+        fig7(dir, figs)?,
+        nst(dir, figs)?,
+    ])
 }
 
 struct Chart<'a> {
@@ -205,7 +214,8 @@ fn plot(path: &Path, c: &Chart<'_>) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn fig5a(out: &Path, figs: &mut Figures) -> Res<()> {
+/// Fig 5a, and the rows of table `fig5` it measures.
+fn fig5a(out: &Path, figs: &mut Figures) -> Res<Vec<Vec<String>>> {
     let dir = out.join("fig5a");
     let set = [scheme("1 CRA"), vec!["flow.ftp.app.bytes=\"10MB\"".into()]].concat();
     sim(None, &set, &dir)?;
@@ -213,6 +223,28 @@ fn fig5a(out: &Path, figs: &mut Figures) -> Res<()> {
     let early = || rows.iter().filter(|r| r[0] <= 40.0);
     let pick = |i: usize| early().map(|r| (r[0], r[i])).collect::<Vec<_>>();
     let total = early().map(|r| (r[0], r[1] + r[2])).collect();
+    let cra: Vec<f64> = early().map(|r| r[1]).collect();
+    let (lo, hi) = cra
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(*v), b.max(*v))
+        });
+    let vbdc_max = early().map(|r| r[2]).fold(0.0, f64::max);
+    let vbdc_full = early().find(|r| r[2] >= vbdc_max).map(|r| r[0]);
+    let table = vec![
+        vec![
+            "1 CRA + 31 VBDC: CRA slots per superframe (least–most)".to_string(),
+            format!("{lo}–{hi}"),
+        ],
+        vec![
+            "1 CRA + 31 VBDC: most VBDC slots in a superframe".to_string(),
+            vbdc_max.to_string(),
+        ],
+        vec![
+            "1 CRA + 31 VBDC: VBDC first at that many (s)".to_string(),
+            vbdc_full.map_or("—".into(), |t| fixed(t, 2)),
+        ],
+    ];
     figure(
         figs,
         "fig5a_slots",
@@ -227,10 +259,12 @@ fn fig5a(out: &Path, figs: &mut Figures) -> Res<()> {
             ],
             bars: None,
         },
-    )
+    )?;
+    Ok(table)
 }
 
-fn fig5b(out: &Path, figs: &mut Figures) -> Res<()> {
+/// Fig 5b, and the rows of table `fig5` it measures.
+fn fig5b(out: &Path, figs: &mut Figures) -> Res<Vec<Vec<String>>> {
     let dir = out.join("fig5b");
     sim(None, &scheme("RBDC g=0.1"), &dir)?;
     let rows = csv(
@@ -241,6 +275,18 @@ fn fig5b(out: &Path, figs: &mut Figures) -> Res<()> {
     let early = || rows.iter().filter(|r| r[0] <= 40.0);
     let q = early().map(|r| (r[0], r[1] / 1e3)).collect();
     let a = early().map(|r| (r[0], r[2] * 192.0 / 1e3)).collect();
+    let queue_max = early().map(|r| r[1]).fold(0.0, f64::max);
+    let rbdc_max = early().map(|r| r[2]).fold(0.0, f64::max);
+    let table = vec![
+        vec![
+            "RBDC γ = 0.1: largest ST queue (kB)".to_string(),
+            fixed(queue_max / 1e3, 0),
+        ],
+        vec![
+            "RBDC γ = 0.1: most RBDC slots in a superframe".to_string(),
+            rbdc_max.to_string(),
+        ],
+    ];
     figure(
         figs,
         "fig5b_rbdc",
@@ -251,7 +297,8 @@ fn fig5b(out: &Path, figs: &mut Figures) -> Res<()> {
             series: vec![("queue".into(), q), ("allocated".into(), a)],
             bars: None,
         },
-    )
+    )?;
+    Ok(table)
 }
 
 /// Throughput of the return interface over 0.96 s windows (10 superframes) from links.csv.
