@@ -410,7 +410,7 @@ fn table1(out: &Path, figs: &mut Figures) -> Res<Table> {
         rows.push(vec![
             if bg { "yes" } else { "no" }.to_string(),
             format!("{buf} KB"),
-            format!("{} s", fixed(rtt, 2)),
+            format!("{} s", fixed(rtt, 3)),
             fixed(g / 1e6, 3),
             p.map_or("—".into(), |p| format!("{} s", p.0)),
             p.map_or("—".into(), |p| p.1.to_string()),
