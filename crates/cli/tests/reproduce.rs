@@ -1,5 +1,5 @@
 //! `satpep reproduce` as a user runs it: argument errors, the staleness check on a changed doc,
-//! and the real docs check (every paper, 3.6–6 min of release-mode wall time on two cores).
+//! and the real docs check (every paper, 3.6–6.4 min of release-mode wall time on two cores).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -90,8 +90,8 @@ fn check_fails_on_a_changed_number_in_a_copy_of_arora_md_and_update_repairs_it()
 }
 
 /// The real docs: every generated block of docs/reproductions matches a fresh run of every
-/// paper. Measured at 3.6–6 min wall in release mode on the shared 2-core machine, so it runs
-/// in CI in full (the limit is ~15 min).
+/// paper. Measured at 3.6–6.4 min wall in release mode on the shared 2-core machine, so it
+/// runs in CI in full (the limit is ~15 min).
 #[test]
 fn docs_reproductions_match_a_fresh_run() {
     let dir = tempfile::tempdir().expect("tempdir");
