@@ -114,11 +114,7 @@ fn paths() -> Res<Table> {
         link("dialup")?,
         link("client-term")?,
     );
-    let gw = sc
-        .nodes
-        .iter()
-        .position(|n| n.name == "gw")
-        .ok_or("arora_paths.toml: no node `gw`")?;
+    let gw = super::node(sc, "gw", "arora_paths.toml")?;
     let mut sim = crate::Simulation::new(sc);
     // Telnet alone until the HTTP download starts at 30 s.
     sim.run_until(Instant::ZERO + Duration::from_secs(29));

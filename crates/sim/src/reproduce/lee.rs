@@ -37,11 +37,16 @@ pub(super) fn run(dir: &Path, figs: &mut Figures) -> Res<Vec<Table>> {
     for j in [&t2, &slow, &sweep.0, &t1] {
         jobs.extend(j.iter().cloned());
     }
-    par_map(&jobs, |(d, sc)| run_scenario(sc, d))?;
+    let summaries = par_map(&jobs, |(d, sc)| run_scenario(sc, d))?;
+    // The sweep's summaries, in the order of its keys.
+    let first = t2.len() + slow.len();
+    let sweep_summaries = summaries
+        .get(first..first + sweep.0.len())
+        .ok_or("lee: sweep summaries missing")?;
     Ok(vec![
         table2(&dir.join("table2"), figs)?,
-        slow_app(&dir.join("slow_app"), figs)?,
-        sweep_table(&dir.join("sweep"), &sweep.1, figs)?,
+        slow_app(&dir.join("slow_app"), &slow[0].1, figs)?,
+        sweep_table(&dir.join("sweep"), &sweep.1, sweep_summaries, figs)?,
         table1(&dir.join("table1"), figs)?,
     ])
 }
@@ -158,7 +163,8 @@ fn slow_jobs(out: &Path) -> Res<Jobs> {
 }
 
 /// Slow receiver application (reads 5 Mb/s, 10 MB): with and without the gateway.
-fn slow_app(out: &Path, figs: &mut Figures) -> Res<Table> {
+fn slow_app(out: &Path, with_gateway: &Scenario, figs: &mut Figures) -> Res<Table> {
+    let estimate = rate_estimate(with_gateway)?;
     let (mut tput, mut wnd, mut rows) = (Vec::new(), Vec::new(), Vec::new());
     let mut csv = String::from("case,goodput_bps,completion_s\n");
     for (d, label) in [("gw", "gateway"), ("plain", "no gateway")] {
@@ -179,6 +185,10 @@ fn slow_app(out: &Path, figs: &mut Figures) -> Res<Table> {
             format!("{} Mb/s", fixed(g / 1e6, 2)),
             format!("{} Mb/s", fixed(goodput(&flow, 20.0, 25.0) / 1e6, 2)),
             done.map_or("not done".into(), |d| format!("{} s", fixed(d, 1))),
+            match (d, estimate) {
+                ("gw", Some(e)) => format!("{e:.0} B/s"),
+                _ => "—".into(),
+            },
         ]);
         tput.push((label.to_string(), throughput_series(&flow, 1.0)));
         wnd.push((
@@ -213,9 +223,31 @@ fn slow_app(out: &Path, figs: &mut Figures) -> Res<Table> {
                 "goodput (whole transfer)",
                 "goodput 20–25 s",
                 "10 MB done at",
+                "gateway's rate estimate then",
             ],
             rows,
         ),
+    })
+}
+
+/// The gateway's estimate of the receiving application's rate (eq. 3, bytes/s) when the
+/// receiver has the 10 MB of the slow-application run (checked every 100 ms). A run of its own,
+/// without outputs: the one that writes flows.csv is not stopped to be looked at.
+fn rate_estimate(sc: &Scenario) -> Res<Option<f64>> {
+    use satpep_proto::middlebox::Middlebox;
+    use satpep_proto::{Duration, Instant};
+
+    let gw = super::node(sc, "gateway", "table2.toml")?;
+    let mut sim = crate::Simulation::new(sc);
+    let end = Instant::ZERO + sc.duration;
+    let mut t = Instant::ZERO;
+    while t < end && sim.listener(0).bytes_delivered() < 10_000_000 {
+        t = (t + Duration::from_millis(100)).min(end);
+        sim.run_until(t);
+    }
+    Ok(match sim.middlebox(gw) {
+        Some(Middlebox::Supercharger(s)) => s.estimates().first().and_then(|e| e.rate),
+        _ => None,
     })
 }
 
@@ -259,7 +291,21 @@ fn sweep_jobs(out: &Path) -> Res<(Jobs, Vec<SweepKey>)> {
 }
 
 /// Utilisation over the last 15 s of 80, without and with the gateway.
-fn sweep_table(out: &Path, keys: &[SweepKey], figs: &mut Figures) -> Res<Table> {
+fn sweep_table(
+    out: &Path,
+    keys: &[SweepKey],
+    summaries: &[satpep_output::Summary],
+    figs: &mut Figures,
+) -> Res<Table> {
+    // Retransmissions of the gateway's runs, per RTT (least, most).
+    let mut retx: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    for (&(rtt, _, gw), s) in keys.iter().zip(summaries) {
+        let r: u64 = s.flows.iter().map(|f| f.retransmissions).sum();
+        if gw {
+            let e = retx.entry(rtt).or_insert((r, r));
+            *e = (e.0.min(r), e.1.max(r));
+        }
+    }
     let mut csv = String::from("rtt_ms,rate_mbps,gateway,goodput_bps,utilisation\n");
     let mut util: BTreeMap<(bool, u64, u64), f64> = BTreeMap::new(); // (gw, rate kb/s, rtt)
     let mut counts: BTreeMap<u64, usize> = BTreeMap::new();
@@ -300,10 +346,18 @@ fn sweep_table(out: &Path, keys: &[SweepKey], figs: &mut Figures) -> Res<Table> 
             } else {
                 format!("{rtt} ms")
             };
+            let r = retx.get(&rtt).map_or("—".into(), |&(lo, hi)| {
+                if lo == hi {
+                    lo.to_string()
+                } else {
+                    format!("{lo}–{hi}")
+                }
+            });
             vec![
                 name,
                 format!("{} %", cell(false, rtt)),
                 format!("{} %", cell(true, rtt)),
+                r,
             ]
         })
         .collect();
@@ -358,7 +412,10 @@ fn sweep_table(out: &Path, keys: &[SweepKey], figs: &mut Figures) -> Res<Table> 
     )?;
     Ok(Table {
         name: "sweep".into(),
-        markdown: md_table(&["RTT", &without, &with], rows),
+        markdown: md_table(
+            &["RTT", &without, &with, "retransmissions with the gateway"],
+            rows,
+        ),
     })
 }
 

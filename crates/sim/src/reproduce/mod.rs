@@ -214,6 +214,15 @@ fn load(text: &str, name: &str, set: &[String]) -> Res<satpep_scenario::Loaded> 
     satpep_scenario::load_str(text, name, set).map_err(|e| Error(format!("{name}: {e}")))
 }
 
+/// Index of the node called `name` in `scenario` (called `file` in the error).
+fn node(scenario: &satpep_scenario::Scenario, name: &str, file: &str) -> Res<usize> {
+    scenario
+        .nodes
+        .iter()
+        .position(|n| n.name == name)
+        .ok_or_else(|| Error(format!("{file}: no node `{name}`")))
+}
+
 /// Write `text` to `path`, the error naming the file.
 fn write(path: &Path, text: &str) -> Res<()> {
     std::fs::write(path, text).map_err(|e| Error(format!("{}: {e}", path.display())))
