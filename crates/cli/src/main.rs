@@ -4,6 +4,7 @@ mod bench;
 mod emu_cmd;
 mod model_cmd;
 mod outdir;
+mod reproduce_cmd;
 mod sim_cmd;
 
 use std::path::PathBuf;
@@ -48,6 +49,9 @@ enum Command {
     Emu(emu_cmd::EmuArgs),
     /// Analytic models (no simulation), e.g. `satpep model dama` for DVB-RCS DAMA (eqs. 3–5).
     Model(model_cmd::ModelArgs),
+    /// Regenerate the tables and figures of docs/reproductions (`satpep reproduce all`), or
+    /// check the docs against them (`--check docs/reproductions`).
+    Reproduce(reproduce_cmd::ReproduceArgs),
     /// Measure simulator speed: events/s and simulated seconds per wall second.
     Bench(bench::BenchArgs),
     /// Run packetdrill-style TCP scripts against satpep's endpoint (syntax: docs/tcp-scripts.md);
@@ -67,6 +71,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Emu(args) => emu_cmd::run(args),
         Command::Model(args) => model_cmd::run(args),
+        Command::Reproduce(args) => reproduce_cmd::run(args),
         Command::TcpScript { files } => tcp_script(&files),
     }
 }

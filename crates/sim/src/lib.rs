@@ -9,6 +9,7 @@ mod dama_out;
 pub mod engine;
 pub mod experiments;
 pub mod parallel;
+pub mod reproduce;
 mod world;
 
 pub use capture::TRACE_PCAPNG;

@@ -1,26 +1,19 @@
-//! The Roseti–Kristiansen DVB-RCS experiments (docs/reproductions/roseti.md), one command each:
-//!
-//! ```text
-//! cargo run --release -p satpep-sim --example roseti -- <fig5a|fig5b|fig6|fig7|nst|all> [OUT]
-//! ```
-//!
-//! Each writes CSV files and PNGs under OUT (default `results/roseti`), running
-//! `scenarios/roseti/single.toml` with `--set`-style overrides (the N-terminal runs generate
-//! their scenario text). Nothing here is tuned: every number comes from the scenario files.
+//! Roseti & Kristiansen, TCP over DVB-RCS DAMA: Figs 5a, 5b, 5c, 6, 7 and N terminals on one
+//! carrier (tables `fig5`, `fig6`, `fig7`, `nst`). Runs `scenarios/roseti/single.toml`
+//! (embedded) with `--set`-style overrides (the N-terminal runs generate their scenario text); outputs under `fig5a/`, `fig5b/`, `fig6/`,
+//! `fig7/`, `nst/`. Nothing here is tuned: every number comes from the scenario files.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use plotters::prelude::*;
-use plotters::style::{register_font, FontStyle};
 use satpep_output::Summary;
-use satpep_sim::{Outputs, Simulation};
 
-type Res<T> = Result<T, Box<dyn std::error::Error>>;
+use super::figure::{Figures, Series};
+use super::{fixed, load, md_table, par_map, run_scenario, Error, Res, Table};
 
-const SCENARIO: &str = "scenarios/roseti/single.toml";
+const SCENARIO: &str = include_str!("../../../../scenarios/roseti/single.toml");
 const CARRIER_BPS: f64 = 2_048_000.0;
 
 /// Access schemes of Fig. 6 (and the first ones of Fig. 7), as overrides of single.toml.
@@ -53,20 +46,36 @@ fn scheme(name: &str) -> Vec<String> {
     }
 }
 
-fn run(text: Option<&str>, set: &[String], dir: &Path) -> Res<Summary> {
+/// The scheme's name as the doc writes it.
+fn label(name: &str) -> String {
+    match name {
+        "RBDC g=0.1" => "RBDC γ = 0.1".into(),
+        "RBDC g=0.5" => "RBDC γ = 0.5".into(),
+        "RBDC g=1" => "RBDC γ = 1".into(),
+        other => match other.strip_suffix(" CRA") {
+            Some(n) => match n.parse::<u32>() {
+                Ok(k) => format!("{k} CRA + {} VBDC", 32 - k),
+                Err(_) => other.into(),
+            },
+            None => other.into(),
+        },
+    }
+}
+
+/// Run single.toml (or `text`) with `set` into `dir`.
+fn sim(text: Option<&str>, set: &[String], dir: &Path) -> Result<Summary, String> {
     let loaded = match text {
-        Some(t) => satpep_scenario::load_str(t, "<generated>", set)?,
-        None => satpep_scenario::load_file(Path::new(SCENARIO), set)?,
-    };
-    fs::create_dir_all(dir)?;
-    let mut sim = Simulation::new(&loaded.scenario);
-    sim.set_outputs(Outputs::create(dir, &loaded.scenario)?);
-    Ok(sim.run(|_| {})?.summary)
+        Some(t) => load(t, "<generated>", set),
+        None => load(SCENARIO, "single.toml", set),
+    }
+    .map_err(|e| e.0)?;
+    run_scenario(&loaded.scenario, dir)
 }
 
 /// Columns `cols` of a CSV file, rows filtered by `keep` on the full row.
 fn csv(path: &Path, cols: &[&str], keep: impl Fn(&[&str]) -> bool) -> Res<Vec<Vec<f64>>> {
-    let text = fs::read_to_string(path)?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Error(format!("{}: {e}", path.display())))?;
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
     let idx: Vec<usize> = cols
@@ -75,7 +84,7 @@ fn csv(path: &Path, cols: &[&str], keep: impl Fn(&[&str]) -> bool) -> Res<Vec<Ve
             header
                 .iter()
                 .position(|h| h == c)
-                .ok_or(format!("no column {c}"))
+                .ok_or_else(|| Error(format!("{}: no column {c}", path.display())))
         })
         .collect::<Result<_, _>>()?;
     let mut out = Vec::new();
@@ -92,18 +101,46 @@ fn csv(path: &Path, cols: &[&str], keep: impl Fn(&[&str]) -> bool) -> Res<Vec<Ve
     Ok(out)
 }
 
+/// Draw `c` into `figs` as `name`.
+fn figure(figs: &mut Figures, name: &str, c: &Chart<'_>) -> Res<()> {
+    figs.custom(name, &c.series, |png| {
+        plot(png, c).map_err(|e| Error(format!("{}: {e}", png.display())))
+    })
+}
+
+pub(super) fn run(dir: &Path, figs: &mut Figures) -> Res<Vec<Table>> {
+    // The bar charts are drawn here, not by satpep-output: make "sans-serif" its embedded font.
+    let _ = plotters::style::register_font(
+        "sans-serif",
+        plotters::style::FontStyle::Normal,
+        dejavu::sans::regular(),
+    );
+    let mut fig5 = fig5a(dir, figs)?;
+    fig5.extend(fig5b(dir, figs)?);
+    let fig5 = Table {
+        name: "fig5".into(),
+        markdown: md_table(&["first 40 s", "measured"], fig5),
+    };
+    Ok(vec![
+        fig5,
+        fig6(dir, figs)?,
+        fig7(dir, figs)?,
+        nst(dir, figs)?,
+    ])
+}
+
 struct Chart<'a> {
     title: &'a str,
     x: &'a str,
     y: &'a str,
-    series: Vec<(String, Vec<(f64, f64)>)>,
+    series: Series,
     bars: Option<Vec<String>>,
 }
 
 /// The line colours every satpep plot uses.
 const COLOURS: [RGBColor; 10] = satpep_output::plot::PALETTE;
 
-fn plot(path: &Path, c: &Chart<'_>) -> Res<()> {
+fn plot(path: &Path, c: &Chart<'_>) -> Result<(), Box<dyn std::error::Error>> {
     let root = BitMapBackend::new(path, (720, 400)).into_drawing_area();
     root.fill(&WHITE)?;
     let pts = || {
@@ -177,33 +214,40 @@ fn plot(path: &Path, c: &Chart<'_>) -> Res<()> {
     Ok(())
 }
 
-fn write(path: &Path, text: &str) -> Res<()> {
-    fs::write(path, text)?;
-    println!("{}", path.display());
-    Ok(())
-}
-
-fn fig5a(out: &Path) -> Res<()> {
+/// Fig 5a, and the rows of table `fig5` it measures.
+fn fig5a(out: &Path, figs: &mut Figures) -> Res<Vec<Vec<String>>> {
     let dir = out.join("fig5a");
-    run(
-        None,
-        &[scheme("1 CRA"), vec!["flow.ftp.app.bytes=\"10MB\"".into()]].concat(),
-        &dir,
-    )?;
+    let set = [scheme("1 CRA"), vec!["flow.ftp.app.bytes=\"10MB\"".into()]].concat();
+    sim(None, &set, &dir)?;
     let rows = csv(&dir.join("dama.csv"), &["time_s", "cra", "vbdc"], |_| true)?;
-    let pick = |i: usize| {
-        rows.iter()
-            .filter(|r| r[0] <= 40.0)
-            .map(|r| (r[0], r[i]))
-            .collect::<Vec<_>>()
-    };
-    let total = rows
+    let early = || rows.iter().filter(|r| r[0] <= 40.0);
+    let pick = |i: usize| early().map(|r| (r[0], r[i])).collect::<Vec<_>>();
+    let total = early().map(|r| (r[0], r[1] + r[2])).collect();
+    let cra: Vec<f64> = early().map(|r| r[1]).collect();
+    let (lo, hi) = cra
         .iter()
-        .filter(|r| r[0] <= 40.0)
-        .map(|r| (r[0], r[1] + r[2]))
-        .collect();
-    plot(
-        &out.join("fig5a_slots.png"),
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(*v), b.max(*v))
+        });
+    let vbdc_max = early().map(|r| r[2]).fold(0.0, f64::max);
+    let vbdc_full = early().find(|r| r[2] >= vbdc_max).map(|r| r[0]);
+    let table = vec![
+        vec![
+            "1 CRA + 31 VBDC: CRA slots per superframe (least–most)".to_string(),
+            format!("{lo}–{hi}"),
+        ],
+        vec![
+            "1 CRA + 31 VBDC: most VBDC slots in a superframe".to_string(),
+            vbdc_max.to_string(),
+        ],
+        vec![
+            "1 CRA + 31 VBDC: VBDC first at that many (s)".to_string(),
+            vbdc_full.map_or("—".into(), |t| fixed(t, 2)),
+        ],
+    ];
+    figure(
+        figs,
+        "fig5a_slots",
         &Chart {
             title: "Fig 5a: slots per superframe, 1 CRA + 31 VBDC",
             x: "time (s)",
@@ -216,30 +260,36 @@ fn fig5a(out: &Path) -> Res<()> {
             bars: None,
         },
     )?;
-    println!("{}", out.join("fig5a_slots.png").display());
-    Ok(())
+    Ok(table)
 }
 
-fn fig5b(out: &Path) -> Res<()> {
+/// Fig 5b, and the rows of table `fig5` it measures.
+fn fig5b(out: &Path, figs: &mut Figures) -> Res<Vec<Vec<String>>> {
     let dir = out.join("fig5b");
-    run(None, &scheme("RBDC g=0.1"), &dir)?;
+    sim(None, &scheme("RBDC g=0.1"), &dir)?;
     let rows = csv(
         &dir.join("dama.csv"),
         &["time_s", "queue_bytes", "rbdc"],
         |_| true,
     )?;
-    let q = rows
-        .iter()
-        .filter(|r| r[0] <= 40.0)
-        .map(|r| (r[0], r[1] / 1e3))
-        .collect();
-    let a = rows
-        .iter()
-        .filter(|r| r[0] <= 40.0)
-        .map(|r| (r[0], r[2] * 192.0 / 1e3))
-        .collect();
-    plot(
-        &out.join("fig5b_rbdc.png"),
+    let early = || rows.iter().filter(|r| r[0] <= 40.0);
+    let q = early().map(|r| (r[0], r[1] / 1e3)).collect();
+    let a = early().map(|r| (r[0], r[2] * 192.0 / 1e3)).collect();
+    let queue_max = early().map(|r| r[1]).fold(0.0, f64::max);
+    let rbdc_max = early().map(|r| r[2]).fold(0.0, f64::max);
+    let table = vec![
+        vec![
+            "RBDC γ = 0.1: largest ST queue (kB)".to_string(),
+            fixed(queue_max / 1e3, 0),
+        ],
+        vec![
+            "RBDC γ = 0.1: most RBDC slots in a superframe".to_string(),
+            rbdc_max.to_string(),
+        ],
+    ];
+    figure(
+        figs,
+        "fig5b_rbdc",
         &Chart {
             title: "Fig 5b: ST queue and RBDC capacity (gamma = 0.1)",
             x: "time (s)",
@@ -248,8 +298,7 @@ fn fig5b(out: &Path) -> Res<()> {
             bars: None,
         },
     )?;
-    println!("{}", out.join("fig5b_rbdc.png").display());
-    Ok(())
+    Ok(table)
 }
 
 /// Throughput of the return interface over 0.96 s windows (10 superframes) from links.csv.
@@ -257,43 +306,57 @@ fn throughput(dir: &Path) -> Res<Vec<(f64, f64)>> {
     let rows = csv(&dir.join("links.csv"), &["time_s", "throughput_bps"], |f| {
         f.get(1) == Some(&"rcs.st")
     })?;
-    let mut out = Vec::new();
-    for w in rows.chunks(96) {
-        let t = w.last().map_or(0.0, |r| r[0]);
-        let mean = w.iter().map(|r| r[1]).sum::<f64>() / w.len() as f64;
-        out.push((t, mean / 1e3));
-    }
-    Ok(out)
+    Ok(rows
+        .chunks(96)
+        .map(|w| {
+            let t = w.last().map_or(0.0, |r| r[0]);
+            let mean = w.iter().map(|r| r[1]).sum::<f64>() / w.len() as f64;
+            (t, mean / 1e3)
+        })
+        .collect())
 }
 
-fn fig6(out: &Path) -> Res<()> {
+fn fig6(out: &Path, figs: &mut Figures) -> Res<Table> {
     let schemes = ["CRA", "VBDC", "RBDC g=0.1", "5 CRA"];
-    let mut rtt = Vec::new();
-    let mut tput = Vec::new();
-    let mut pdf = Vec::new();
+    let dirs: Vec<_> = schemes
+        .iter()
+        .map(|s| out.join("fig6").join(s.replace([' ', '='], "_")))
+        .collect();
+    let jobs: Vec<usize> = (0..schemes.len()).collect();
+    let sums = par_map(&jobs, |&i| sim(None, &scheme(schemes[i]), &dirs[i]))?;
+    let (mut rtt, mut tput, mut pdf, mut rows) = (vec![], vec![], vec![], vec![]);
     let mut table = String::from(
         "scheme,mean_rtt_ms,median_rtt_ms,first_rtt_ms,saturation_time_s,completion_s\n",
     );
-    for s in schemes {
-        let dir = out.join("fig6").join(s.replace([' ', '='], "_"));
-        let sum = run(None, &scheme(s), &dir)?;
+    for ((s, dir), sum) in schemes.iter().zip(&dirs).zip(&sums) {
         let r = csv(&dir.join("rtt.csv"), &["time_s", "rtt_ms"], |_| true)?;
         let pts: Vec<(f64, f64)> = r.iter().map(|v| (v[0], v[1])).collect();
         let mut sorted: Vec<f64> = pts.iter().map(|p| p.1).collect();
         sorted.sort_by(f64::total_cmp);
         let mean = sorted.iter().sum::<f64>() / sorted.len().max(1) as f64;
         let median = sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN);
-        let th = throughput(&dir)?;
+        let th = throughput(dir)?;
         let sat = th
             .iter()
             .find(|p| p.1 * 1e3 >= 0.95 * CARRIER_BPS)
             .map_or(f64::NAN, |p| p.0);
-        let _ = writeln!(
+        let first = pts.first().map_or(f64::NAN, |p| p.1);
+        let done = sum
+            .flows
+            .first()
+            .and_then(|f| f.completion_time_s)
+            .unwrap_or(f64::NAN);
+        writeln!(
             table,
-            "{s},{mean:.1},{median:.1},{:.1},{sat:.2},{:.2}",
-            pts.first().map_or(f64::NAN, |p| p.1),
-            sum.flows[0].completion_time_s.unwrap_or(f64::NAN)
-        );
+            "{s},{mean:.1},{median:.1},{first:.1},{sat:.2},{done:.2}"
+        )?;
+        rows.push(vec![
+            label(s),
+            format!("{} ms", fixed(first, 1)),
+            format!("{} ms", fixed(mean, 0)),
+            format!("{} s", fixed(sat, 2)),
+            format!("{} s", fixed(done, 2)),
+        ]);
         // PDF: 100 ms bins.
         let mut bins: BTreeMap<i64, usize> = BTreeMap::new();
         for v in &sorted {
@@ -308,20 +371,17 @@ fn fig6(out: &Path) -> Res<()> {
         ));
         rtt.push((
             s.to_string(),
-            pts.into_iter()
-                .filter(|p| p.0 <= 40.0)
-                .map(|p| (p.0, p.1))
-                .collect(),
+            pts.into_iter().filter(|p| p.0 <= 40.0).collect(),
         ));
         tput.push((
             s.to_string(),
             th.into_iter().filter(|p| p.0 <= 40.0).collect(),
         ));
     }
-    write(&out.join("fig6.csv"), &table)?;
-    print!("{table}");
-    plot(
-        &out.join("fig6a_rtt.png"),
+    super::write(&out.join("fig6.csv"), &table)?;
+    figure(
+        figs,
+        "fig6a_rtt",
         &Chart {
             title: "Fig 6a: RTT seen by TCP",
             x: "time (s)",
@@ -330,8 +390,9 @@ fn fig6(out: &Path) -> Res<()> {
             bars: None,
         },
     )?;
-    plot(
-        &out.join("fig6b_throughput.png"),
+    figure(
+        figs,
+        "fig6b_throughput",
         &Chart {
             title: "Fig 6b: return-link throughput (0.96 s windows)",
             x: "time (s)",
@@ -340,8 +401,9 @@ fn fig6(out: &Path) -> Res<()> {
             bars: None,
         },
     )?;
-    plot(
-        &out.join("fig5c_rtt_pdf.png"),
+    figure(
+        figs,
+        "fig5c_rtt_pdf",
         &Chart {
             title: "RTT PDF (100 ms bins)",
             x: "RTT (s)",
@@ -350,54 +412,81 @@ fn fig6(out: &Path) -> Res<()> {
             bars: None,
         },
     )?;
-    Ok(())
+    Ok(Table {
+        name: "fig6".into(),
+        markdown: md_table(
+            &[
+                "scheme",
+                "first RTT sample",
+                "mean RTT sample",
+                "saturation time (≥ 95 % of 2048 kb/s over 0.96 s)",
+                "10 MB transfer",
+            ],
+            rows,
+        ),
+    })
 }
 
-fn fig7(out: &Path) -> Res<()> {
+/// Rows of Fig 7's table in the doc (all 36 schemes are in fig7.csv).
+const FIG7_ROWS: [&str; 9] = [
+    "CRA",
+    "VBDC",
+    "RBDC g=0.1",
+    "RBDC g=0.5",
+    "RBDC g=1",
+    "1 CRA",
+    "5 CRA",
+    "16 CRA",
+    "31 CRA",
+];
+
+fn fig7(out: &Path, figs: &mut Figures) -> Res<Table> {
     let mut names: Vec<String> = ["CRA", "VBDC", "RBDC g=0.1", "RBDC g=0.5", "RBDC g=1"]
         .iter()
         .map(|s| s.to_string())
         .collect();
     names.extend((1..32).map(|n| format!("{n} CRA")));
-    let sizes = [("500KB", "500KB"), ("10MB", "10MB")];
+    let sizes = ["500KB", "10MB"];
     let jobs: Vec<(String, &str)> = names
         .iter()
-        .flat_map(|n| sizes.iter().map(move |s| (n.clone(), s.0)))
+        .flat_map(|n| sizes.iter().map(move |s| (n.clone(), *s)))
         .collect();
-    let times = satpep_sim::parallel::map_in_order(&jobs, 0, |_, (n, size)| {
+    let times = par_map(&jobs, |(n, size)| {
         let set = [scheme(n), vec![format!("flow.ftp.app.bytes=\"{size}\"")]].concat();
         let dir = out
             .join("fig7")
             .join(format!("{}-{size}", n.replace([' ', '='], "_")));
-        run(None, &set, &dir)
-            .ok()
-            .and_then(|s| s.flows[0].completion_time_s)
-            .unwrap_or(f64::NAN)
-    });
-    let r: BTreeMap<(String, String), f64> = jobs
-        .iter()
-        .zip(times)
-        .map(|((n, size), t)| ((n.clone(), size.to_string()), t))
-        .collect();
-    let get = |n: &str, s: &str| {
-        r.get(&(n.to_string(), s.to_string()))
-            .copied()
-            .unwrap_or(f64::NAN)
-    };
+        Ok(sim(None, &set, &dir)?
+            .flows
+            .first()
+            .and_then(|f| f.completion_time_s)
+            .unwrap_or(f64::NAN))
+    })?;
+    let r: BTreeMap<(String, &str), f64> = jobs.iter().cloned().zip(times).collect();
+    let get = |n: &str, s: &str| r.get(&(n.to_string(), s)).copied().unwrap_or(f64::NAN);
     let mut table = String::from("scheme,t_500KB_s,t_10MB_s,norm_500KB,norm_10MB\n");
     let mut series = vec![
         ("500 KB".to_string(), Vec::new()),
         ("10 MB".to_string(), Vec::new()),
     ];
+    let mut rows = Vec::new();
     for (i, n) in names.iter().enumerate() {
         let (a, b) = (get(n, "500KB"), get(n, "10MB"));
         let (na, nb) = (a / get("CRA", "500KB"), b / get("CRA", "10MB"));
-        let _ = writeln!(table, "{n},{a:.3},{b:.3},{na:.3},{nb:.3}");
+        writeln!(table, "{n},{a:.3},{b:.3},{na:.3},{nb:.3}")?;
         series[0].1.push((i as f64, na));
         series[1].1.push((i as f64, nb));
+        if FIG7_ROWS.contains(&n.as_str()) {
+            rows.push(vec![
+                label(n),
+                fixed(a, 2),
+                fixed(b, 2),
+                fixed(na, 2),
+                fixed(nb, 2),
+            ]);
+        }
     }
-    write(&out.join("fig7.csv"), &table)?;
-    print!("{table}");
+    super::write(&out.join("fig7.csv"), &table)?;
     // Short axis labels: C = CRA, V = VBDC, R.1/R.5/R1 = RBDC γ, n = n CRA + (32 − n) VBDC.
     let short = names
         .iter()
@@ -410,8 +499,9 @@ fn fig7(out: &Path) -> Res<()> {
             other => other.trim_end_matches(" CRA").to_string(),
         })
         .collect();
-    plot(
-        &out.join("fig7_normalised.png"),
+    figure(
+        figs,
+        "fig7_normalised",
         &Chart {
             title: "Fig 7: transfer time normalised to CRA",
             x: "C = CRA, V = VBDC, R.1/R.5/R1 = RBDC gamma, n = n CRA + (32 - n) VBDC",
@@ -420,7 +510,19 @@ fn fig7(out: &Path) -> Res<()> {
             bars: Some(short),
         },
     )?;
-    Ok(())
+    Ok(Table {
+        name: "fig7".into(),
+        markdown: md_table(
+            &[
+                "scheme",
+                "500 KB (s)",
+                "10 MB (s)",
+                "500 KB / CRA",
+                "10 MB / CRA",
+            ],
+            rows,
+        ),
+    })
 }
 
 /// N terminals (VBDC) toward one gateway; `web`: request/response instead of bulk.
@@ -428,6 +530,7 @@ fn nst_text(n: usize, web: bool) -> String {
     let mut t = String::from(
         "seed = 1\nduration = \"60s\"\nstop_when_done = false\n[defaults.tcp]\ncc = \"reno\"\nrecovery = \"newreno\"\nsack = false\ninitial_window = 1\nrecv_buffer = \"1MB\"\n[[node]]\nname = \"gw\"\n",
     );
+    // NOTE: writing to a String cannot fail.
     for i in 0..n {
         let _ = write!(t, "[[node]]\nname = \"st{i}\"\n[[link]]\nname = \"fwd{i}\"\nfrom = \"gw\"\nto = \"st{i}\"\nrate = \"8Mbps\"\ndelay = \"250ms\"\nqueue = {{ limit_packets = 1000 }}\n");
     }
@@ -454,6 +557,7 @@ fn nst_text(n: usize, web: bool) -> String {
     t
 }
 
+/// Jain's fairness index of `x`.
 fn jain(x: &[f64]) -> f64 {
     let s: f64 = x.iter().sum();
     let s2: f64 = x.iter().map(|v| v * v).sum();
@@ -463,99 +567,107 @@ fn jain(x: &[f64]) -> f64 {
     s * s / (x.len() as f64 * s2)
 }
 
-fn nst(out: &Path) -> Res<()> {
-    let mut table = String::from("traffic,terminals,sharing,jain_goodput,carrier_utilisation,mean_goodput_bps,wall_s,events\n");
-    let mut rows = Vec::new();
+fn nst(out: &Path, figs: &mut Figures) -> Res<Table> {
+    let mut jobs = Vec::new();
     for web in [false, true] {
         for n in [10usize, 100, 1000] {
             for share in ["proportional", "max_min"] {
-                let text = nst_text(n, web);
-                let set = vec![format!("dama.rcs.controller.vbdc_share=\"{share}\"")];
-                let dir = out
-                    .join("nst")
-                    .join(format!("{}-{n}-{share}", if web { "web" } else { "bulk" }));
-                let wall = std::time::Instant::now();
-                let s = run(Some(&text), &set, &dir)?;
-                let wall = wall.elapsed().as_secs_f64();
-                let g: Vec<f64> = s
-                    .flows
-                    .iter()
-                    .map(|f| f.bytes_delivered as f64 * 8.0 / s.sim_time_s)
-                    .collect();
-                let carried: u64 = s
-                    .links
-                    .iter()
-                    .filter(|l| l.name.starts_with("rcs."))
-                    .map(|l| l.delivered_bytes)
-                    .sum();
-                let util = carried as f64 * 8.0 / (CARRIER_BPS * s.sim_time_s);
-                let mean = g.iter().sum::<f64>() / g.len() as f64;
-                let kind = if web { "web" } else { "bulk" };
-                let _ = writeln!(
-                    table,
-                    "{kind},{n},{share},{:.4},{util:.4},{mean:.0},{wall:.2},{}",
-                    jain(&g),
-                    s.events
-                );
-                rows.push((kind, n, share, jain(&g), util));
+                jobs.push((web, n, share));
             }
         }
     }
-    write(&out.join("nst.csv"), &table)?;
-    print!("{table}");
+    let runs = par_map(&jobs, |&(web, n, share)| {
+        let set = vec![format!("dama.rcs.controller.vbdc_share=\"{share}\"")];
+        let kind = if web { "web" } else { "bulk" };
+        let dir = out.join("nst").join(format!("{kind}-{n}-{share}"));
+        let wall = std::time::Instant::now();
+        let s = sim(Some(&nst_text(n, web)), &set, &dir)?;
+        Ok((s, wall.elapsed().as_secs_f64()))
+    })?;
+    let mut table = String::from("traffic,terminals,sharing,jain_goodput,carrier_utilisation,mean_goodput_bps,wall_s,events\n");
+    let (mut pts, mut rows) = (Vec::new(), Vec::new());
+    for (&(web, n, share), (s, wall)) in jobs.iter().zip(&runs) {
+        let g: Vec<f64> = s
+            .flows
+            .iter()
+            .map(|f| f.bytes_delivered as f64 * 8.0 / s.sim_time_s)
+            .collect();
+        let carried: u64 = s
+            .links
+            .iter()
+            .filter(|l| l.name.starts_with("rcs."))
+            .map(|l| l.delivered_bytes)
+            .sum();
+        let util = carried as f64 * 8.0 / (CARRIER_BPS * s.sim_time_s);
+        let mean = g.iter().sum::<f64>() / g.len().max(1) as f64;
+        let kind = if web { "web" } else { "bulk" };
+        writeln!(
+            table,
+            "{kind},{n},{share},{:.4},{util:.4},{mean:.0},{wall:.2},{}",
+            jain(&g),
+            s.events
+        )?;
+        let per_st = if mean >= 10e3 {
+            format!(
+                "{} kb/s",
+                fixed(mean / 1e3, if mean >= 100e3 { 0 } else { 1 })
+            )
+        } else {
+            format!("{} kb/s", fixed(mean / 1e3, 2))
+        };
+        rows.push(vec![
+            kind.to_string(),
+            n.to_string(),
+            share.replace('_', "-"),
+            fixed(jain(&g), 4),
+            fixed(util, 3),
+            per_st,
+        ]);
+        pts.push((kind, n, share, jain(&g), util));
+    }
+    super::write(&out.join("nst.csv"), &table)?;
     let mut series = Vec::new();
     for kind in ["bulk", "web"] {
         for share in ["proportional", "max_min"] {
-            let pts = rows
+            let p = pts
                 .iter()
                 .filter(|r| r.0 == kind && r.2 == share)
                 .enumerate()
                 .map(|(i, r)| (i as f64, r.3))
                 .collect();
-            series.push((format!("Jain, {kind}, {share}"), pts));
+            series.push((format!("Jain, {kind}, {share}"), p));
         }
-        let pts = rows
+        let p = pts
             .iter()
             .filter(|r| r.0 == kind && r.2 == "proportional")
             .enumerate()
             .map(|(i, r)| (i as f64, r.4))
             .collect();
-        series.push((format!("utilisation, {kind}"), pts));
+        series.push((format!("utilisation, {kind}"), p));
     }
-    plot(
-        &out.join("nst.png"),
+    figure(
+        figs,
+        "nst",
         &Chart {
             title: "N terminals on one 2048 kb/s carrier (VBDC)",
-            x: "",
+            x: "terminals",
             y: "Jain index / carrier utilisation",
             series,
             bars: Some(vec!["10".into(), "100".into(), "1000".into()]),
         },
     )?;
-    Ok(())
-}
-
-fn main() -> Res<()> {
-    let _ = register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());
-    let args: Vec<String> = std::env::args().collect();
-    let which = args.get(1).map_or("all", String::as_str);
-    let out = PathBuf::from(args.get(2).map_or("results/roseti", String::as_str));
-    fs::create_dir_all(&out)?;
-    match which {
-        "fig5a" => fig5a(&out),
-        "fig5b" => fig5b(&out),
-        "fig6" => fig6(&out),
-        "fig7" => fig7(&out),
-        "nst" => nst(&out),
-        "all" => {
-            fig5a(&out)?;
-            fig5b(&out)?;
-            fig6(&out)?;
-            fig7(&out)?;
-            nst(&out)
-        }
-        other => Err(
-            format!("unknown experiment `{other}`: fig5a, fig5b, fig6, fig7, nst or all").into(),
+    Ok(Table {
+        name: "nst".into(),
+        markdown: md_table(
+            &[
+                "traffic",
+                "STs",
+                "NCC sharing",
+                "Jain",
+                "carrier utilisation",
+                "mean goodput per ST",
+            ],
+            rows,
         ),
-    }
+    })
 }
