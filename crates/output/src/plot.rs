@@ -323,6 +323,23 @@ pub fn line_chart_png(
     chart.draw(root).map_err(|e| draw_error(png, e))
 }
 
+/// The largest font size up to `max` (at least 12) at which `title` fits the width of `area`
+/// with a margin, so that long titles shrink instead of being clipped.
+pub fn caption_size<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    title: &str,
+    max: u32,
+) -> u32 {
+    let width = area.dim_in_pixel().0.saturating_sub(32);
+    (12..=max)
+        .rev()
+        .find(|&size| {
+            area.estimate_text_size(title, &("sans-serif", size).into_text_style(area))
+                .is_ok_and(|(w, _)| w <= width)
+        })
+        .unwrap_or(12)
+}
+
 /// Makes "sans-serif" mean the embedded DejaVu Sans. Registration is process-wide; doing it
 /// once is enough, and a font that fails to parse (it cannot: the bytes are fixed) would only
 /// make text invisible, so the result is not an error path.
@@ -1122,8 +1139,9 @@ impl Chart {
         root.fill(&WHITE)?;
         let layout = self.legend_layout();
         let (plot_area, legend_area) = root.split_horizontally(SIZE.0);
+        let caption = caption_size(&plot_area, &self.title, 26);
         let mut chart = ChartBuilder::on(&plot_area)
-            .caption(&self.title, ("sans-serif", 26))
+            .caption(&self.title, ("sans-serif", caption))
             .margin(16)
             .x_label_area_size(56)
             .y_label_area_size(84)
@@ -1153,9 +1171,22 @@ impl Chart {
         }
         mesh.draw()?;
 
-        for s in self.series.iter().filter(|s| !s.points.is_empty()) {
+        let drawn: Vec<&Series> = self
+            .series
+            .iter()
+            .filter(|s| !s.points.is_empty())
+            .collect();
+        for (k, s) in drawn.iter().enumerate() {
             let colour = PALETTE[s.colour % PALETTE.len()].to_rgba();
-            let style = self.line_style(s);
+            // Earlier series are drawn wider, so a later one on the same points (two schemes
+            // that behave alike) leaves the earlier one visible as a rim instead of hiding it.
+            let rim = if drawn.len() <= 6 {
+                (drawn.len() - 1 - k).min(3) as u32
+            } else {
+                0
+            };
+            let mut style = self.line_style(s);
+            style.stroke_width += rim;
             if let Some((dash, gap)) = s.dash_pattern() {
                 chart.draw_series(DashedLineSeries::new(
                     s.points.iter().copied(),
@@ -1167,7 +1198,8 @@ impl Chart {
                 chart.draw_series(LineSeries::new(s.points.iter().copied(), style))?;
             }
             if self.markers {
-                chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 4, colour.filled())))?;
+                let r = 4 + rim as i32;
+                chart.draw_series(s.points.iter().map(|&p| Circle::new(p, r, colour.filled())))?;
             }
             let bars = s.points.iter().zip(&s.errors).filter(|(_, e)| **e > 0.0);
             chart.draw_series(bars.map(|(&(x, y), &e)| {

@@ -141,8 +141,17 @@ struct Chart<'a> {
 const COLOURS: [RGBColor; 10] = satpep_output::plot::PALETTE;
 
 fn plot(path: &Path, c: &Chart<'_>) -> Result<(), Box<dyn std::error::Error>> {
-    let root = BitMapBackend::new(path, (720, 400)).into_drawing_area();
+    // The legend gets its own strip right of the plot, so it never covers bars or lines.
+    let longest_name = c
+        .series
+        .iter()
+        .map(|s| s.0.chars().count())
+        .max()
+        .unwrap_or(0) as u32;
+    let legend_w = 40 + 8 * longest_name;
+    let root = BitMapBackend::new(path, (720 + legend_w, 400)).into_drawing_area();
     root.fill(&WHITE)?;
+    let (root, legend) = root.split_horizontally(720);
     let pts = || {
         c.series
             .iter()
@@ -155,12 +164,17 @@ fn plot(path: &Path, c: &Chart<'_>) -> Result<(), Box<dyn std::error::Error>> {
             (a.min(p.0), b.max(p.0))
         }),
     };
-    // Bar charts get head room for the legend above the bars.
-    let head = if c.bars.is_some() { 1.45 } else { 1.08 };
+    let head = 1.08;
     let y1 = pts().fold(0.0f64, |a, p| a.max(p.1)) * head + 1e-9;
     let longest = c.bars.iter().flatten().map(String::len).max().unwrap_or(0) as u32;
     let mut ch = ChartBuilder::on(&root)
-        .caption(c.title, ("sans-serif", 20))
+        .caption(
+            c.title,
+            (
+                "sans-serif",
+                satpep_output::plot::caption_size(&root, c.title, 20),
+            ),
+        )
         .margin(12)
         .x_label_area_size(if c.bars.is_some() { 40 + longest } else { 40 })
         .y_label_area_size(70)
@@ -185,7 +199,7 @@ fn plot(path: &Path, c: &Chart<'_>) -> Result<(), Box<dyn std::error::Error>> {
             .x_label_style(("sans-serif", 10));
     }
     mesh.draw()?;
-    for (k, (name, s)) in c.series.iter().enumerate() {
+    for (k, (_, s)) in c.series.iter().enumerate() {
         let col = COLOURS[k % COLOURS.len()];
         if c.bars.is_some() {
             let n = c.series.len() as f64;
@@ -193,23 +207,27 @@ fn plot(path: &Path, c: &Chart<'_>) -> Result<(), Box<dyn std::error::Error>> {
             ch.draw_series(s.iter().map(|&(x, y)| {
                 let l = x - 0.4 + w * k as f64;
                 Rectangle::new([(l, 0.0), (l + w, y)], col.filled())
-            }))?
-            .label(name.as_str())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], col.filled()));
+            }))?;
         } else {
             ch.draw_series(LineSeries::new(
                 s.iter().copied().filter(|p| p.1.is_finite()),
                 col.stroke_width(2),
-            ))?
-            .label(name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(2)));
+            ))?;
         }
     }
-    ch.configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 13))
-        .draw()?;
+    for (k, (name, _)) in c.series.iter().enumerate() {
+        let col = COLOURS[k % COLOURS.len()];
+        let y = 40 + 22 * k as i32;
+        if c.bars.is_some() {
+            legend.draw(&Rectangle::new([(8, y - 6), (20, y + 6)], col.filled()))?;
+        } else {
+            legend.draw(&PathElement::new(
+                vec![(4, y), (24, y)],
+                col.stroke_width(2),
+            ))?;
+        }
+        legend.draw(&Text::new(name.as_str(), (30, y - 8), ("sans-serif", 13)))?;
+    }
     root.present()?;
     Ok(())
 }
