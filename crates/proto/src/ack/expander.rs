@@ -157,6 +157,14 @@ pub struct Expansion {
     pub clipped: u32,
 }
 
+impl Expansion {
+    /// Whether the packet was a compacted ACK (a trailer always asks for at least one ACK,
+    /// regenerated or clipped), not a plain tunnelled packet.
+    pub fn is_compacted(&self) -> bool {
+        self.acks > 1 || self.clipped > 0
+    }
+}
+
 /// What the expander did.
 #[derive(Clone, Copy, Debug, Default, Eq, PartialEq, Serialize)]
 #[non_exhaustive]
@@ -443,13 +451,13 @@ impl Node for AckExpander {
             Ok(x) => {
                 self.stats.decapsulated += 1;
                 self.stats.clipped += u64::from(x.clipped);
-                if x.acks > 1 {
+                if x.is_compacted() {
                     self.stats.compacted += 1;
                     self.stats.regenerated += x.acks as u64 - 1;
                 }
                 let spaced_port = self.config.return_port.is_none_or(|p| p == port.0);
                 match self.spacing.as_mut() {
-                    Some(s) if x.acks > 1 => match s.for_packet(&acks[0]) {
+                    Some(s) if x.is_compacted() => match s.for_packet(&acks[0]) {
                         Some(sp) => {
                             let before = sp.dropped();
                             sp.handle_compacted(now, acks);

@@ -907,7 +907,7 @@ proptest! {
     /// `max_regenerated` per compacted ACK; nothing forged comes out.
     #[test]
     fn spacer_state_and_output_stay_bounded_under_a_flood(
-        ops in proptest::collection::vec(flood_op(), 1..6000),
+        ops in proptest::collection::vec(flood_op(), 1..1500),
         per_flow in any::<bool>(),
         limit in 1usize..20,
         cap in 0u32..80,
@@ -964,4 +964,23 @@ proptest! {
             out + x.spacing_queue_len() as u64 + s.spacing_queue_drops
         );
     }
+}
+
+/// `max_regenerated = 0`: a compacted ACK still counts as one, and only the received ACK
+/// leaves.
+#[test]
+fn compacted_ack_with_nothing_regenerated_is_still_counted_as_compacted() {
+    let mut x = AckExpander::new(&AckExpanderConfig {
+        compactors: vec![TUN_SRC],
+        max_regenerated: 0,
+        ..AckExpanderConfig::default()
+    });
+    x.handle_packet(
+        Instant::ZERO,
+        PortId(1),
+        compacted_of(80, 9000, 4, 4096, TUN_SRC),
+    );
+    assert_eq!(drain_expander(&mut x, Instant::ZERO).len(), 1);
+    let s = x.stats();
+    assert_eq!((s.compacted, s.regenerated, s.clipped), (1, 0, 4));
 }
