@@ -293,7 +293,7 @@ pub mod fuzzing {
         let src = match who % 3 {
             0 => Ipv4Addr::new(10, 0, 1, 1),
             1 => Ipv4Addr::new(10, 0, 9, 1),
-            _ => Ipv4Addr::new(192, 0, 2, u8::from(*who)),
+            _ => Ipv4Addr::new(192, 0, 2, *who),
         };
         let inner = &inner[..inner.len().min(MAX_HEADER - OUTER)];
         let mut buf = [0u8; MAX_HEADER];

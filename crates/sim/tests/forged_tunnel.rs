@@ -49,7 +49,10 @@ fn forged_tunnel_packets_from_a_non_peer_open_nothing_and_show_in_summary_json()
         sim.inject(server, forged(SERVER, i));
     }
     sim.run_until(Instant::ZERO + Duration::from_secs(30));
-    assert!(sim.poll_received(client).is_none(), "a forged packet got through");
+    assert!(
+        sim.poll_received(client).is_none(),
+        "a forged packet got through"
+    );
 
     let dir = tempfile::tempdir().expect("tempdir");
     let path = sim.summary().write_json(dir.path()).expect("written");
@@ -64,7 +67,11 @@ fn forged_tunnel_packets_from_a_non_peer_open_nothing_and_show_in_summary_json()
     assert_eq!(term.counters["decapsulated"], 0);
     assert_eq!(term.counters["malformed_outer"], 0);
     // The gateway's chain is there too, its elements prefixed; it saw nothing for itself.
-    let gw = summary.middleboxes.iter().find(|m| m.node == "gw").expect("gw");
+    let gw = summary
+        .middleboxes
+        .iter()
+        .find(|m| m.node == "gw")
+        .expect("gw");
     assert_eq!(gw.kind, "chain");
     assert_eq!(gw.counters["0.ipip_tunnel.not_from_peer"], 0);
     assert!(gw.counters.contains_key("1.spoof.spoofed_acks"));
@@ -78,18 +85,18 @@ fn forged_tunnel_packets_from_a_non_peer_open_nothing_and_show_in_summary_json()
     let got = sim.poll_received(client).expect("opened and delivered");
     assert_eq!(&got.header()[12..20], &[10, 0, 0, 1, 10, 0, 3, 1]);
     let term = &sim.summary().middleboxes[1];
-    assert_eq!((term.node.as_str(), term.counters["decapsulated"]), ("term", 1));
+    assert_eq!(
+        (term.node.as_str(), term.counters["decapsulated"]),
+        ("term", 1)
+    );
 }
 
 /// A scenario without middleboxes writes no `middleboxes` key: its summary.json is as before.
 #[test]
 fn no_middlebox_no_section() {
-    let loaded = satpep_scenario::load_str(
-        satpep_scenario::default_scenario_text(),
-        "default",
-        &[],
-    )
-    .expect("loads");
+    let loaded =
+        satpep_scenario::load_str(satpep_scenario::default_scenario_text(), "default", &[])
+            .expect("loads");
     let sim = Simulation::new(&loaded.scenario);
     let dir = tempfile::tempdir().expect("tempdir");
     let path = sim.summary().write_json(dir.path()).expect("written");

@@ -942,7 +942,7 @@ proptest! {
                     x.handle_packet(now, PortId(1), Packet::new(&bytes[..bytes.len().min(MAX_HEADER)], 0));
                 }
                 FloodOp::Wait(ns) => {
-                    now = now + Duration::from_nanos(*ns);
+                    now += Duration::from_nanos(*ns);
                     if x.poll_timeout().is_some_and(|t| t <= now) {
                         x.handle_timeout(now);
                     }
