@@ -588,6 +588,76 @@ mod tests {
         assert_eq!(drain(&mut t).len(), 1);
     }
 
+    /// An IP-in-IP packet from `y` to `x` around `inner` (header bytes; their checksum is
+    /// filled over the first IHL bytes), with `payload` virtual payload bytes after it.
+    fn wrap(x: Ipv4Addr, y: Ipv4Addr, inner: &[u8], payload: u32) -> Packet {
+        let mut inner = inner.to_vec();
+        let ihl = (usize::from(inner[0] & 0x0f) * 4).min(inner.len());
+        if ihl >= 12 {
+            inner[10..12].fill(0);
+            let c = checksum::finish(checksum::sum(0, &inner[..ihl]));
+            inner[10..12].copy_from_slice(&c.to_be_bytes());
+        }
+        let total = (OUTER + inner.len()) as u16 + payload as u16;
+        let mut h = vec![0u8; OUTER];
+        ipip::write_outer_header(&mut h, total, 0, 1, y, x);
+        h.extend_from_slice(&inner);
+        Packet::new(&h, payload)
+    }
+
+    /// An inner IPv4 header: `vihl` (version and IHL byte), total length `total`, protocol
+    /// 17, `len` bytes long (options zero).
+    fn inner_header(vihl: u8, total: u16, len: usize) -> Vec<u8> {
+        let mut h = vec![0u8; len];
+        h[0] = vihl;
+        h[2..4].copy_from_slice(&total.to_be_bytes());
+        h[8] = 64;
+        h[9] = 17;
+        h[12..16].copy_from_slice(&[10, 0, 3, 1]);
+        h[16..20].copy_from_slice(&[10, 0, 0, 1]);
+        h
+    }
+
+    /// The edges of the inner header checks, each refused (or accepted) by one check alone:
+    /// every other field is valid, checksums included.
+    #[test]
+    fn inner_header_edges_are_judged_by_their_own_check() {
+        let (x, y) = (Ipv4Addr::new(1, 1, 1, 1), Ipv4Addr::new(2, 2, 2, 2));
+        let mut t = Tunnel::new(TunnelConfig {
+            local: x,
+            remote: y,
+            arrival_port: None,
+            ports: vec![],
+            peers: vec![],
+        });
+        let mut send = |p: Packet| {
+            t.handle_packet(Instant::ZERO, PortId(0), p);
+            let out = drain(&mut t);
+            (out.len(), t.stats())
+        };
+        // A bare 20-byte inner datagram, and one with 4 bytes of IP options: opened.
+        let (n, s) = send(wrap(x, y, &inner_header(0x45, 20, 20), 0));
+        assert_eq!((n, s.decapsulated), (1, 1));
+        let (n, s) = send(wrap(x, y, &inner_header(0x46, 24, 24), 0));
+        assert_eq!((n, s.decapsulated), (1, 2));
+        // An outer header alone (total 20, protocol 4): no inner datagram.
+        let mut outer_only = vec![0u8; OUTER];
+        ipip::write_outer_header(&mut outer_only, 20, 0, 1, y, x);
+        let (n, s) = send(Packet::new(&outer_only, 0));
+        assert_eq!((n, s.inner_malformed, s.malformed_outer), (0, 1, 0));
+        // Version 6 with a valid checksum.
+        let (n, s) = send(wrap(x, y, &inner_header(0x65, 20, 20), 0));
+        assert_eq!((n, s.inner_malformed), (0, 2));
+        // IHL 4 (16 bytes) with a checksum valid over those 16 bytes.
+        let (n, s) = send(wrap(x, y, &inner_header(0x44, 20, 20), 0));
+        assert_eq!((n, s.inner_malformed), (0, 3));
+        // IHL 15 (60 bytes) but only 40 header bytes, the rest of the datagram payload: must be
+        // refused without reading past the header.
+        let (n, s) = send(wrap(x, y, &inner_header(0x4f, 140, 40), 100));
+        assert_eq!((n, s.inner_malformed), (0, 4));
+        assert_eq!(s.decapsulated, 2);
+    }
+
     #[test]
     fn peers_must_not_list_local() {
         let (x, y) = (Ipv4Addr::new(1, 1, 1, 1), Ipv4Addr::new(2, 2, 2, 2));
