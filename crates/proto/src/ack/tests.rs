@@ -984,3 +984,29 @@ fn compacted_ack_with_nothing_regenerated_is_still_counted_as_compacted() {
     let s = x.stats();
     assert_eq!((s.compacted, s.regenerated, s.clipped), (1, 0, 4));
 }
+
+/// A plain tunnelled ACK (no trailer) is decapsulated and not counted as compacted, with
+/// spacing or without.
+#[test]
+fn plain_tunnelled_ack_is_not_counted_as_compacted() {
+    for spacing in [false, true] {
+        let mut x = AckExpander::new(&AckExpanderConfig {
+            compactors: vec![TUN_SRC],
+            spacing,
+            ..AckExpanderConfig::default()
+        });
+        let inner = ack_of(80, 5000);
+        let mut h = vec![0u8; 20];
+        crate::wire::ipip::write_outer_header(&mut h, 60, 0, 1, TUN_SRC, TUN_DST);
+        h.extend_from_slice(inner.header());
+        x.handle_packet(Instant::ZERO, PortId(1), Packet::new(&h, 0));
+        let out = drain_expander(&mut x, Instant::ZERO);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].header(), inner.header());
+        let s = x.stats();
+        assert_eq!(
+            (s.decapsulated, s.compacted, s.regenerated, s.clipped),
+            (1, 0, 0, 0)
+        );
+    }
+}
