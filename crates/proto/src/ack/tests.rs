@@ -1010,3 +1010,78 @@ fn plain_tunnelled_ack_is_not_counted_as_compacted() {
         );
     }
 }
+
+/// A plain tunnel packet around the pure ACK `ack_of(port, ack)`.
+fn plain_tunnelled(port: u16, ack: u32) -> Packet {
+    let inner = ack_of(port, ack);
+    let mut h = vec![0u8; 20];
+    crate::wire::ipip::write_outer_header(&mut h, 60, 0, 1, TUN_SRC, TUN_DST);
+    h.extend_from_slice(inner.header());
+    Packet::new(&h, 0)
+}
+
+fn ack_numbers(out: &[Packet]) -> Vec<u32> {
+    out.iter()
+        .map(|p| {
+            parse_ipv4_tcp(p.header(), 0)
+                .expect("ack")
+                .1
+                .ack
+                .expect("a")
+                .0
+        })
+        .collect()
+}
+
+/// With spacing and `return_port = 1`: a tunnelled normal ACK from port 1 queues behind the
+/// regenerated ones (its token releases the next waiting ACK); from port 0 it leaves at once.
+/// A data segment is never spaced.
+#[test]
+fn tunnelled_normal_acks_are_spaced_only_from_the_return_port() {
+    let t0 = Instant::ZERO;
+    for port in [0u16, 1] {
+        let mut x = AckExpander::new(&AckExpanderConfig {
+            compactors: vec![TUN_SRC],
+            spacing: true,
+            return_port: Some(1),
+            ..AckExpanderConfig::default()
+        });
+        x.handle_packet(t0, PortId(1), compacted_of(80, 10_000, 4, 4096, TUN_SRC));
+        assert_eq!(ack_numbers(&drain_expander(&mut x, t0)), [5904]);
+        x.handle_packet(t0, PortId(port), plain_tunnelled(80, 11_000));
+        let out = ack_numbers(&drain_expander(&mut x, t0));
+        match port {
+            1 => assert_eq!(out, [6928], "spaced: the next regenerated ACK leaves"),
+            _ => assert_eq!(out, [11_000], "not from the return port: at once"),
+        }
+        // A data segment arriving on the return port passes at once, unspaced.
+        let data = seg(0, 12_000, Kind::Data, 7);
+        x.handle_packet(t0, PortId(1), data.clone());
+        let out = drain_expander(&mut x, t0);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].header(), data.header());
+        assert_eq!(x.stats().spaced_normal, 0);
+    }
+}
+
+/// Tunnelled normal ACKs feed the spacer's estimate of the normal inter-arrival time, which
+/// the first compacted ACK after them uses as its spacing (Samaraweera §7).
+#[test]
+fn tunnelled_normal_acks_set_the_spacing_of_the_next_compacted_ack() {
+    let mut x = AckExpander::new(&AckExpanderConfig {
+        compactors: vec![TUN_SRC],
+        spacing: true,
+        ..AckExpanderConfig::default()
+    });
+    let ms = |m: u64| Instant::ZERO + Duration::from_millis(m);
+    for k in 0..3u32 {
+        let at = ms(10 * u64::from(k));
+        x.handle_packet(at, PortId(1), plain_tunnelled(80, 1000 * (k + 1)));
+        drain_expander(&mut x, at);
+    }
+    x.handle_packet(ms(30), PortId(1), compacted_of(80, 9000, 4, 4096, TUN_SRC));
+    assert_eq!(
+        x.spacer().map(spacing::Spacer::ack_iat),
+        Some(Duration::from_millis(10))
+    );
+}
