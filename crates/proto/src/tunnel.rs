@@ -494,6 +494,18 @@ mod tests {
         assert_eq!(c.stats().decapsulated + c.stats().malformed_outer, 0);
     }
 
+    /// An endpoint at `local` whose only peer is `remote`, with no selection settings, for
+    /// tests of decapsulation.
+    fn opener(local: Ipv4Addr, remote: Ipv4Addr) -> Tunnel {
+        Tunnel::new(TunnelConfig {
+            local,
+            remote,
+            arrival_port: None,
+            ports: vec![],
+            peers: vec![],
+        })
+    }
+
     fn tunnel_to(local: Ipv4Addr, from: Ipv4Addr, inner: &Packet) -> Packet {
         encapsulate(inner.clone(), from, local, 1).expect("fits")
     }
@@ -534,13 +546,7 @@ mod tests {
     #[test]
     fn refused_tunnel_packets_are_counted_by_reason() {
         let (x, y) = (Ipv4Addr::new(1, 1, 1, 1), Ipv4Addr::new(2, 2, 2, 2));
-        let mut t = Tunnel::new(TunnelConfig {
-            local: x,
-            remote: y,
-            arrival_port: None,
-            ports: vec![],
-            peers: vec![],
-        });
+        let mut t = opener(x, y);
         let good = tunnel_to(x, y, &tcp_packet(5, 6, 0));
         let fix = |p: &mut Packet| {
             let h = p.header_mut();
@@ -623,13 +629,7 @@ mod tests {
     #[test]
     fn inner_header_edges_are_judged_by_their_own_check() {
         let (x, y) = (Ipv4Addr::new(1, 1, 1, 1), Ipv4Addr::new(2, 2, 2, 2));
-        let mut t = Tunnel::new(TunnelConfig {
-            local: x,
-            remote: y,
-            arrival_port: None,
-            ports: vec![],
-            peers: vec![],
-        });
+        let mut t = opener(x, y);
         let mut send = |p: Packet| {
             t.handle_packet(Instant::ZERO, PortId(0), p);
             let out = drain(&mut t);
