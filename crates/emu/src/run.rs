@@ -360,6 +360,7 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
             events: counters.rx_packets + wakeups,
             flows: Vec::new(),
             links,
+            middleboxes: engine.network().middlebox_summaries(),
         },
         lateness: all.stats(),
         link_lateness,

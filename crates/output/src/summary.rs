@@ -10,6 +10,9 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use std::collections::BTreeMap;
+
+use satpep_proto::middlebox::Middlebox;
 use satpep_proto::Instant;
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +40,11 @@ pub struct Summary {
     pub flows: Vec<FlowSummary>,
     /// One entry per link, in scenario order.
     pub links: Vec<LinkSummary>,
+    /// One entry per router with a middlebox, in scenario order: its counters (forged,
+    /// refused and dropped packets included). Absent when the scenario has no middlebox, so
+    /// such runs keep the bytes they had before this section existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub middleboxes: Vec<MiddleboxSummary>,
 }
 
 /// How a run ended.
@@ -160,6 +168,31 @@ pub struct LinkSummary {
     pub mean_queue_bytes: f64,
 }
 
+/// The counters of one router's middlebox at the end of a run.
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+pub struct MiddleboxSummary {
+    /// The router (scenario node name).
+    pub node: String,
+    /// The middlebox `kind` from the scenario (`"ipip_tunnel"`, `"chain"`, …).
+    pub kind: String,
+    /// Every counter, by name, sorted by name (see `Middlebox::counters`): a chain's as
+    /// `<element index>.<element kind>.<name>`. Packets unless the name says otherwise
+    /// (`*_bytes`).
+    pub counters: BTreeMap<String, u64>,
+}
+
+impl MiddleboxSummary {
+    /// The summary entry of `middlebox`, on router `node`. The simulator and the emulator
+    /// both build theirs with this.
+    pub fn new(node: &str, middlebox: &Middlebox) -> Self {
+        Self {
+            node: node.to_owned(),
+            kind: middlebox.kind().to_owned(),
+            counters: middlebox.counters().into_iter().collect(),
+        }
+    }
+}
+
 impl Summary {
     /// Writes `dir/summary.json` (pretty, newline-terminated) and returns its path.
     pub fn write_json(&self, dir: impl AsRef<Path>) -> io::Result<PathBuf> {
@@ -277,7 +310,6 @@ fn write_pretty(path: &Path, value: &impl Serialize) -> io::Result<()> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
     /// A two-flow, one-link summary with round numbers, shared by the other modules' tests.
     pub(crate) fn example() -> Summary {
@@ -326,6 +358,7 @@ pub(crate) mod tests {
                 max_queue_packets: 100,
                 mean_queue_bytes: 18_375.0,
             }],
+            middleboxes: Vec::new(),
         }
     }
 
@@ -369,6 +402,36 @@ pub(crate) mod tests {
         }
         assert!(!dir.path().join(".summary.json.tmp").exists());
         assert_eq!(rounded(1e300, 9), 1e300);
+    }
+
+    /// Without middleboxes the section is absent (byte-identical to summaries written before
+    /// it existed, and such files still read); with one, it follows `links`.
+    #[test]
+    fn middleboxes_section_is_absent_when_empty_and_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = fs::read_to_string(example().write_json(dir.path()).unwrap()).unwrap();
+        assert!(!text.contains("middleboxes"));
+        let mut s = example();
+        let tunnel = satpep_proto::middlebox::MiddleboxConfig::IpipTunnel(
+            satpep_proto::tunnel::TunnelConfig {
+                local: [10, 0, 1, 1].into(),
+                remote: [10, 0, 2, 1].into(),
+                arrival_port: None,
+                ports: Vec::new(),
+                peers: Vec::new(),
+            },
+        );
+        let mb = Middlebox::new(&tunnel, satpep_proto::rand::Rng::new(1, 1));
+        s.middleboxes.push(MiddleboxSummary::new("gw", &mb));
+        let path = s.write_json(dir.path()).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        let at = |k: &str| text.find(k).unwrap_or_else(|| panic!("{k} missing"));
+        assert!(at("\"links\"") < at("\"middleboxes\""));
+        assert!(text.contains(
+            "\"middleboxes\": [\n    {\n      \"node\": \"gw\",\n      \"kind\": \"ipip_tunnel\","
+        ));
+        assert!(text.contains("\"not_from_peer\": 0"));
+        assert_eq!(Summary::read_json(&path).unwrap(), s);
     }
 
     #[test]

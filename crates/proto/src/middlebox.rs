@@ -132,6 +132,76 @@ impl Middlebox {
     }
 }
 
+/// `[("field", stats.field), …]` for a counter struct whose fields are all `u64`.
+macro_rules! counters {
+    ($s:expr; $($f:ident),+ $(,)?) => {{
+        let s = $s;
+        vec![$((stringify!($f), s.$f)),+]
+    }};
+}
+
+impl Middlebox {
+    /// The scenario `kind` of this middlebox (`"ipip_tunnel"`, `"chain"`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::PassThrough(_) => "pass_through",
+            Self::Supercharger(_) => "supercharger",
+            Self::SplitTcp(_) => "split_tcp",
+            Self::Snoop(_) => "snoop",
+            Self::DupackDelay(_) => "dupack_delay",
+            Self::Spoof(_) => "spoof",
+            Self::IpipTunnel(_) => "ipip_tunnel",
+            Self::Chain(_) => "chain",
+            Self::AckExpander(_) => "ack_expander",
+        }
+    }
+
+    /// Every counter of this middlebox, named as the fields of its stats struct, in field
+    /// order; a chain's are its elements' as `<index>.<kind>.<name>`. What summary.json's
+    /// `middleboxes` section reports. Call any time; the values only grow, except gauges named
+    /// `buffer_bytes` (split relay, now).
+    pub fn counters(&self) -> Vec<(String, u64)> {
+        let own: Vec<(&'static str, u64)> = match self {
+            Self::PassThrough(_) => Vec::new(),
+            Self::Supercharger(m) => counters!(m.stats();
+                flows_managed, flows_refused, passed_other, segments_held, segments_released,
+                retransmissions_passed, duplicates_dropped, buffer_drops, windows_rewritten,
+                wscale_rewritten, max_held_bytes),
+            Self::SplitTcp(m) => counters!(m.stats();
+                flows_split, unsplit_over_limit, flows_aborted, passed_through, buffer_bytes,
+                max_buffer_bytes, max_flow_buffer_bytes, unsendable),
+            Self::Snoop(m) => counters!(m.stats();
+                local_rtx_dupack, local_rtx_timeout, dupacks_suppressed, dupacks_forwarded,
+                sender_rtx, cache_full),
+            Self::DupackDelay(m) => counters!(m.stats(); held, released, dropped),
+            Self::Spoof(m) => counters!(m.stats();
+                ccbs_allocated, ccbs_closed, ccbs_reset, ccbs_idle_freed, aborts,
+                bytes_lost_on_abort, spoofed_acks, acks_consumed, retransmissions,
+                window_probes, over_limit, buffer_full_drops),
+            Self::IpipTunnel(m) => counters!(m.stats();
+                encapsulated, decapsulated, not_from_peer, malformed_outer, inner_malformed,
+                too_long),
+            Self::AckExpander(m) => counters!(m.stats();
+                decapsulated, compacted, regenerated, unknown_source, malformed, spaced_normal,
+                clipped, spacing_flows_refused, spacing_queue_drops),
+            Self::Chain(c) => {
+                return c
+                    .elements()
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, e)| {
+                        let kind = e.kind();
+                        e.counters()
+                            .into_iter()
+                            .map(move |(name, v)| (format!("{i}.{kind}.{name}"), v))
+                    })
+                    .collect();
+            }
+        };
+        own.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+    }
+}
+
 impl Middlebox {
     /// The split-TCP relays in this middlebox: itself, or the elements of a chain.
     pub fn split_relays(&self) -> Vec<&crate::pep::SplitRelay> {
@@ -232,5 +302,91 @@ impl Node for PassThrough {
     }
     fn poll_timeout(&self) -> Option<Instant> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use super::*;
+
+    /// The field names of `stats` as serde sees them (sorted): what `counters` must list.
+    fn fields(stats: impl Serialize) -> Vec<String> {
+        match serde_json::to_value(stats) {
+            Ok(serde_json::Value::Object(m)) => m.keys().cloned().collect(),
+            other => panic!("not a struct: {other:?}"),
+        }
+    }
+
+    fn sorted_names(m: &Middlebox) -> Vec<String> {
+        let mut v: Vec<String> = m.counters().into_iter().map(|(k, _)| k).collect();
+        v.sort();
+        v
+    }
+
+    fn build(toml: &str) -> Middlebox {
+        let c: MiddleboxConfig = toml::from_str(toml).expect("config");
+        Middlebox::new(&c, Rng::new(1, 2))
+    }
+
+    /// Every middlebox lists every field of its stats struct (a field added later without a
+    /// line in `counters` fails here), and its kind is the scenario's.
+    #[test]
+    fn counters_list_every_stats_field_and_kind_matches_the_config() {
+        let cases = [
+            "kind = \"pass_through\"",
+            "kind = \"supercharger\"",
+            "kind = \"split_tcp\"",
+            "kind = \"snoop\"",
+            "kind = \"dupack_delay\"",
+            "kind = \"spoof\"",
+            "kind = \"ipip_tunnel\"\nlocal = \"1.1.1.1\"\nremote = \"2.2.2.2\"",
+            "kind = \"ack_expander\"\ncompactors = [\"3.3.3.3\"]",
+            "kind = \"chain\"\nelements = []",
+        ];
+        for toml in cases {
+            let m = build(toml);
+            assert!(toml.contains(&format!("\"{}\"", m.kind())), "{toml}");
+            let expect = match &m {
+                Middlebox::PassThrough(_) | Middlebox::Chain(_) => Vec::new(),
+                Middlebox::Supercharger(x) => fields(x.stats()),
+                Middlebox::SplitTcp(x) => fields(x.stats()),
+                Middlebox::Snoop(x) => fields(x.stats()),
+                Middlebox::DupackDelay(x) => fields(x.stats()),
+                Middlebox::Spoof(x) => fields(x.stats()),
+                Middlebox::IpipTunnel(x) => fields(x.stats()),
+                Middlebox::AckExpander(x) => fields(x.stats()),
+            };
+            assert_eq!(sorted_names(&m), expect, "{toml}");
+        }
+    }
+
+    /// A chain reports each element's counters under `<index>.<kind>.`, with their values.
+    #[test]
+    fn chain_counters_are_prefixed_by_element() {
+        let mut m = build(
+            "kind = \"chain\"\nelements = [\n\
+             { kind = \"ipip_tunnel\", local = \"10.0.1.1\", remote = \"10.0.2.1\" },\n\
+             { kind = \"dupack_delay\" },\n]",
+        );
+        // A tunnel packet to 10.0.1.1 from a stranger: one not_from_peer.
+        let mut h = [0u8; 60];
+        crate::wire::ipip::write_outer_header(
+            &mut h,
+            60,
+            0,
+            1,
+            Ipv4Addr::new(9, 9, 9, 9),
+            Ipv4Addr::new(10, 0, 1, 1),
+        );
+        m.handle_packet(Instant::ZERO, PortId(0), Packet::new(&h, 0));
+        let c = m.counters();
+        assert_eq!(c.len(), 6 + 3);
+        assert_eq!(c[0], ("0.ipip_tunnel.encapsulated".to_owned(), 0));
+        assert_eq!(c[2], ("0.ipip_tunnel.not_from_peer".to_owned(), 1));
+        assert_eq!(c[8], ("1.dupack_delay.dropped".to_owned(), 0));
+        assert_eq!(m.kind(), "chain");
+        assert!(build("kind = \"pass_through\"").counters().is_empty());
     }
 }

@@ -8,6 +8,16 @@
 //! inner packet by its own destination. Selection: packets arriving on `arrival_port` (any when
 //! unset) whose TCP source or destination port is in `ports` (any when empty). Packets that are
 //! neither selected nor addressed to us pass unchanged.
+//!
+//! Decapsulation is fail-closed: an IP-in-IP packet to `local` is opened only when its outer
+//! header is valid (IPv4 without options, not a fragment, checksum and lengths right), its outer
+//! source is `remote` or one of `peers`, and the inner datagram has a valid IPv4 header whose
+//! total length fills the outer payload exactly. Everything else to `local` is dropped and
+//! counted by reason ([`TunnelStats`]); no input panics (fuzzed by `fuzz/fuzz_targets/tunnel.rs`,
+//! docs/robustness.md). RFC 2003 §3 leaves source checks to the decapsulator; RFC 6169 §3.5 and
+//! RFC 2003's security section warn that an open decapsulator lets anyone inject packets with
+//! spoofed inner addresses. Not modelled: ICMP errors back to the encapsulator, keyed
+//! authentication (the daemons' tunnel has it; this endpoint has no key).
 
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
@@ -23,8 +33,13 @@ use crate::{Instant, Node, Packet, PortId, Transmit};
 pub struct TunnelConfig {
     /// Our tunnel address: outer source of what we encapsulate; outer packets to it are opened.
     pub local: Ipv4Addr,
-    /// The far end: outer destination of what we encapsulate.
+    /// The far end: outer destination of what we encapsulate, and an accepted outer source of
+    /// what we open.
     pub remote: Ipv4Addr,
+    /// Further outer source addresses whose tunnel packets are opened (e.g. several terminals
+    /// tunnelling to one gateway). Default: none, so only `remote` is accepted.
+    #[serde(default)]
+    pub peers: Vec<Ipv4Addr>,
     /// Encapsulate only packets arriving on this port (e.g. from the hybrid host's LAN).
     #[serde(default)]
     pub arrival_port: Option<u16>,
@@ -39,7 +54,15 @@ impl TunnelConfig {
         if self.local == self.remote {
             return Err("remote: must differ from `local`".into());
         }
+        if self.peers.contains(&self.local) {
+            return Err("peers: must not list `local`".into());
+        }
         Ok(())
+    }
+
+    /// Whether tunnel packets from outer source `src` may be opened.
+    pub fn is_peer(&self, src: Ipv4Addr) -> bool {
+        src == self.remote || self.peers.contains(&src)
     }
 }
 
@@ -50,8 +73,15 @@ pub struct TunnelStats {
     pub encapsulated: u64,
     /// Packets decapsulated.
     pub decapsulated: u64,
-    /// Packets to us that were not a valid tunnel packet (dropped).
-    pub malformed: u64,
+    /// IP-in-IP packets to `local` with a valid outer header from a source that is neither
+    /// `remote` nor in `peers` (dropped): forged or misrouted.
+    pub not_from_peer: u64,
+    /// IP-in-IP packets to `local` whose outer header is invalid: options, fragment, checksum,
+    /// or a total length that disagrees with the packet (dropped).
+    pub malformed_outer: u64,
+    /// Tunnel packets from a peer whose inner datagram is not a valid IPv4 header, or whose
+    /// length does not fill the outer payload exactly (dropped).
+    pub inner_malformed: u64,
     /// Packets too long to encapsulate (header room), passed unchanged.
     pub too_long: u64,
 }
@@ -121,23 +151,50 @@ fn encapsulate(
     Ok(pkt)
 }
 
-/// The inner packet of a plain tunnel packet (in place), or `None` if the outer header is not
-/// valid.
-fn decapsulate(mut pkt: Packet) -> Option<Packet> {
+/// Why a packet addressed to the tunnel endpoint was not opened.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+enum Refused {
+    MalformedOuter,
+    NotFromPeer,
+    InnerMalformed,
+}
+
+/// The inner packet of a plain tunnel packet (in place), once the outer header, the source and
+/// the inner header have been checked in that order (a source read from a header that fails
+/// its checksum means nothing).
+fn decapsulate(mut pkt: Packet, config: &TunnelConfig) -> Result<Packet, Refused> {
     let h = pkt.header();
-    if h.len() < OUTER + 20 || h[0] != 0x45 || h[9] != IPPROTO_IPIP {
-        return None;
+    // RFC 2003 §3.1: our own encapsulation never sets options or fragments.
+    if h.len() < OUTER || h[0] != 0x45 || h[9] != IPPROTO_IPIP {
+        return Err(Refused::MalformedOuter);
+    }
+    if u16::from_be_bytes([h[6], h[7]]) & 0x3fff != 0 {
+        return Err(Refused::MalformedOuter);
     }
     if !checksum::is_valid(checksum::sum(0, &h[..OUTER])) {
-        return None;
+        return Err(Refused::MalformedOuter);
     }
     let total = u64::from(u16::from_be_bytes([h[2], h[3]]));
-    let inner_total = u64::from(u16::from_be_bytes([h[OUTER + 2], h[OUTER + 3]]));
-    if total != pkt.wire_len() || inner_total + OUTER as u64 != total {
-        return None;
+    if total != pkt.wire_len() {
+        return Err(Refused::MalformedOuter);
+    }
+    if !config.is_peer(Ipv4Addr::new(h[12], h[13], h[14], h[15])) {
+        return Err(Refused::NotFromPeer);
+    }
+    let inner = &h[OUTER..];
+    if inner.len() < 20 || inner[0] >> 4 != 4 {
+        return Err(Refused::InnerMalformed);
+    }
+    let ihl = usize::from(inner[0] & 0x0f) * 4;
+    let inner_total = u64::from(u16::from_be_bytes([inner[2], inner[3]]));
+    if ihl < 20 || inner.len() < ihl || (ihl as u64) > inner_total {
+        return Err(Refused::InnerMalformed);
+    }
+    if inner_total + OUTER as u64 != total || !checksum::is_valid(checksum::sum(0, &inner[..ihl])) {
+        return Err(Refused::InnerMalformed);
     }
     pkt.strip_header_front(OUTER);
-    Some(pkt)
+    Ok(pkt)
 }
 
 impl Node for Tunnel {
@@ -149,12 +206,14 @@ impl Node for Tunnel {
         }
         let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
         if dst == self.config.local && h[9] == IPPROTO_IPIP {
-            match decapsulate(pkt) {
-                Some(inner) => {
+            match decapsulate(pkt, &self.config) {
+                Ok(inner) => {
                     self.stats.decapsulated += 1;
                     self.out.push_back(inner);
                 }
-                None => self.stats.malformed += 1,
+                Err(Refused::MalformedOuter) => self.stats.malformed_outer += 1,
+                Err(Refused::NotFromPeer) => self.stats.not_from_peer += 1,
+                Err(Refused::InnerMalformed) => self.stats.inner_malformed += 1,
             }
             return;
         }
@@ -186,6 +245,94 @@ impl Node for Tunnel {
 
     fn poll_timeout(&self) -> Option<Instant> {
         None
+    }
+}
+
+/// The body of the `tunnel` fuzz target, public so that cargo-fuzz (nightly) and a stable
+/// property test run the same checks.
+pub mod fuzzing {
+    use std::net::Ipv4Addr;
+
+    use super::{Tunnel, TunnelConfig, OUTER};
+    use crate::node::MAX_HEADER;
+    use crate::wire::{checksum, ipip};
+    use crate::{Instant, Node, Packet, PortId};
+
+    /// The endpoint under test: `local` 10.0.2.1, `remote` 10.0.1.1, one extra peer 10.0.9.1.
+    pub fn endpoint() -> Tunnel {
+        Tunnel::new(TunnelConfig {
+            local: Ipv4Addr::new(10, 0, 2, 1),
+            remote: Ipv4Addr::new(10, 0, 1, 1),
+            arrival_port: Some(7),
+            ports: vec![],
+            peers: vec![Ipv4Addr::new(10, 0, 9, 1)],
+        })
+    }
+
+    /// Feed `data` to [`endpoint`] twice; panics only if an invariant is broken.
+    ///
+    /// 1. Raw: `data` (2 bytes of payload length, then header bytes) is one packet.
+    /// 2. Structured: a valid tunnel packet from the source `data[0]` picks (`remote`, a peer or
+    ///    a stranger) around the header bytes of `data`, with one byte at `data[1]` XORed with
+    ///    `data[2]`.
+    ///
+    /// Invariants: at most one packet out per packet in; one counter moves per packet; a packet
+    /// is opened only if its outer source is a peer, and then comes out exactly 20 bytes
+    /// shorter, with the bytes that followed the outer header.
+    pub fn decapsulate_input(data: &[u8]) {
+        if let [hi, lo, header @ ..] = data {
+            let header = &header[..header.len().min(MAX_HEADER)];
+            check(Packet::new(
+                header,
+                u32::from(u16::from_be_bytes([*hi, *lo])),
+            ));
+        }
+        let [who, at, flip, inner @ ..] = data else {
+            return;
+        };
+        let src = match who % 3 {
+            0 => Ipv4Addr::new(10, 0, 1, 1),
+            1 => Ipv4Addr::new(10, 0, 9, 1),
+            _ => Ipv4Addr::new(192, 0, 2, *who),
+        };
+        let inner = &inner[..inner.len().min(MAX_HEADER - OUTER)];
+        let mut buf = [0u8; MAX_HEADER];
+        let total = (OUTER + inner.len()) as u16;
+        ipip::write_outer_header(&mut buf, total, 0, 1, src, Ipv4Addr::new(10, 0, 2, 1));
+        buf[OUTER..OUTER + inner.len()].copy_from_slice(inner);
+        let n = OUTER + inner.len();
+        if *flip != 0 {
+            buf[usize::from(*at) % n] ^= flip;
+        }
+        check(Packet::new(&buf[..n], 0));
+    }
+
+    fn check(pkt: Packet) {
+        let mut t = endpoint();
+        let before = t.stats();
+        t.handle_packet(Instant::ZERO, PortId(0), pkt.clone());
+        let out: Vec<_> =
+            std::iter::from_fn(|| t.poll_transmit(Instant::ZERO).map(|x| x.pkt)).collect();
+        assert!(out.len() <= 1, "one packet in, {} out", out.len());
+        let (a, b) = (before, t.stats());
+        let moved = [
+            b.decapsulated - a.decapsulated,
+            b.not_from_peer - a.not_from_peer,
+            b.malformed_outer - a.malformed_outer,
+            b.inner_malformed - a.inner_malformed,
+        ];
+        assert!(moved.iter().sum::<u64>() <= 1, "{moved:?}");
+        if b.decapsulated > a.decapsulated {
+            let h = pkt.header();
+            let src = Ipv4Addr::new(h[12], h[13], h[14], h[15]);
+            assert!(t.config.is_peer(src), "opened a packet from {src}");
+            assert!(checksum::is_valid(checksum::sum(0, &h[..OUTER])));
+            assert_eq!(out[0].wire_len() + OUTER as u64, pkt.wire_len());
+            assert_eq!(out[0].header(), &h[OUTER..]);
+        }
+        if moved[1..].iter().sum::<u64>() == 1 {
+            assert!(out.is_empty(), "a refused packet went on");
+        }
     }
 }
 
@@ -228,12 +375,14 @@ mod tests {
             remote: isp,
             arrival_port: Some(1),
             ports: vec![80],
+            peers: vec![],
         });
         let mut b = Tunnel::new(TunnelConfig {
             local: isp,
             remote: term,
             arrival_port: None,
             ports: vec![23],
+            peers: vec![],
         });
         let web = tcp_packet(40000, 80, 0);
         let telnet = tcp_packet(40001, 23, 0);
@@ -262,7 +411,7 @@ mod tests {
         bad.header_mut()[10] ^= 0xff;
         b.handle_packet(Instant::ZERO, PortId(0), bad);
         assert!(drain(&mut b).is_empty());
-        assert_eq!(b.stats().malformed, 1);
+        assert_eq!(b.stats().malformed_outer, 1);
     }
 
     #[test]
@@ -273,12 +422,14 @@ mod tests {
             remote: y,
             arrival_port: None,
             ports: vec![],
+            peers: vec![],
         });
         let mut b = Tunnel::new(TunnelConfig {
             local: y,
             remote: x,
             arrival_port: Some(99),
             ports: vec![],
+            peers: vec![],
         });
         let p = tcp_packet(5, 6, 1460);
         a.handle_packet(Instant::ZERO, PortId(0), p.clone());
@@ -301,6 +452,7 @@ mod tests {
             remote,
             arrival_port: Some(0),
             ports: vec![],
+            peers: vec![],
         };
         let (mut a, mut b) = (Tunnel::new(cfg(x, y)), Tunnel::new(cfg(y, x)));
         let seg = TcpRepr {
@@ -339,6 +491,195 @@ mod tests {
         let mut c = Tunnel::new(cfg(Ipv4Addr::new(3, 3, 3, 3), x));
         c.handle_packet(Instant::ZERO, PortId(1), t[0].clone());
         assert_eq!(drain(&mut c)[0].header(), t[0].header());
-        assert_eq!(c.stats().decapsulated + c.stats().malformed, 0);
+        assert_eq!(c.stats().decapsulated + c.stats().malformed_outer, 0);
+    }
+
+    /// An endpoint at `local` whose only peer is `remote`, with no selection settings, for
+    /// tests of decapsulation.
+    fn opener(local: Ipv4Addr, remote: Ipv4Addr) -> Tunnel {
+        Tunnel::new(TunnelConfig {
+            local,
+            remote,
+            arrival_port: None,
+            ports: vec![],
+            peers: vec![],
+        })
+    }
+
+    fn tunnel_to(local: Ipv4Addr, from: Ipv4Addr, inner: &Packet) -> Packet {
+        encapsulate(inner.clone(), from, local, 1).expect("fits")
+    }
+
+    /// The attack of issue 15: IP-in-IP packets to the endpoint from an address that is neither
+    /// `remote` nor a peer carry a spoofed inner source. None is opened; each is counted once.
+    #[test]
+    fn tunnel_packets_from_a_non_peer_are_dropped_and_counted() {
+        let (term, isp) = (Ipv4Addr::new(10, 0, 2, 1), Ipv4Addr::new(10, 0, 1, 1));
+        let extra = Ipv4Addr::new(10, 0, 9, 1);
+        let mut t = Tunnel::new(TunnelConfig {
+            local: term,
+            remote: isp,
+            arrival_port: None,
+            ports: vec![],
+            peers: vec![extra],
+        });
+        let spoofed = tcp_packet(80, 40000, 100);
+        for i in 0..37u8 {
+            let from = Ipv4Addr::new(203, 0, 113, i);
+            t.handle_packet(Instant::ZERO, PortId(0), tunnel_to(term, from, &spoofed));
+        }
+        assert!(drain(&mut t).is_empty());
+        assert_eq!(t.stats().not_from_peer, 37);
+        assert_eq!(t.stats().decapsulated, 0);
+        // From `remote` and from the listed peer: opened, byte for byte.
+        t.handle_packet(Instant::ZERO, PortId(0), tunnel_to(term, isp, &spoofed));
+        t.handle_packet(Instant::ZERO, PortId(0), tunnel_to(term, extra, &spoofed));
+        let out = drain(&mut t);
+        assert_eq!(out.len(), 2);
+        assert!(out.iter().all(|p| p.header() == spoofed.header()));
+        assert_eq!(t.stats().decapsulated, 2);
+        assert_eq!(t.stats().not_from_peer, 37);
+        assert_eq!(t.stats().malformed_outer + t.stats().inner_malformed, 0);
+    }
+
+    /// Each refusal reason, with the packet that triggers it and nothing else.
+    #[test]
+    fn refused_tunnel_packets_are_counted_by_reason() {
+        let (x, y) = (Ipv4Addr::new(1, 1, 1, 1), Ipv4Addr::new(2, 2, 2, 2));
+        let mut t = opener(x, y);
+        let good = tunnel_to(x, y, &tcp_packet(5, 6, 0));
+        let fix = |p: &mut Packet| {
+            let h = p.header_mut();
+            h[10..12].fill(0);
+            let c = checksum::finish(checksum::sum(0, &h[..OUTER]));
+            h[10..12].copy_from_slice(&c.to_be_bytes());
+        };
+        let outer = |f: &dyn Fn(&mut [u8])| {
+            let mut p = good.clone();
+            f(p.header_mut());
+            fix(&mut p);
+            p
+        };
+        let malformed_outer = [
+            outer(&|h| h[7] = 1),                    // fragment offset
+            outer(&|h| h[6] = 0x20),                 // more fragments
+            outer(&|h| h[3] = h[3].wrapping_add(1)), // total length
+            outer(&|h| h[0] = 0x46),                 // options
+            {
+                let mut p = good.clone();
+                p.header_mut()[11] ^= 1; // checksum
+                p
+            },
+        ];
+        let inner_malformed = [
+            outer(&|h| h[20] = 0x65),                  // inner version 6
+            outer(&|h| h[20] = 0x44),                  // inner IHL 16 bytes
+            outer(&|h| h[20] = 0x4f),                  // inner IHL past the header
+            outer(&|h| h[23] = h[23].wrapping_add(1)), // inner total length
+            outer(&|h| h[30] ^= 0xff),                 // inner checksum
+        ];
+        for p in malformed_outer.iter().chain(&inner_malformed) {
+            t.handle_packet(Instant::ZERO, PortId(0), p.clone());
+        }
+        // Too short to hold an inner header (but a valid outer one).
+        let mut short = Packet::new(&good.header()[..OUTER + 8], 0);
+        short.header_mut()[2..4].copy_from_slice(&28u16.to_be_bytes());
+        fix(&mut short);
+        t.handle_packet(Instant::ZERO, PortId(0), short);
+        assert!(drain(&mut t).is_empty());
+        let s = t.stats();
+        assert_eq!((s.malformed_outer, s.inner_malformed), (5, 6));
+        assert_eq!((s.not_from_peer, s.decapsulated), (0, 0));
+        t.handle_packet(Instant::ZERO, PortId(0), good);
+        assert_eq!(drain(&mut t).len(), 1);
+    }
+
+    /// An IP-in-IP packet from `y` to `x` around `inner` (header bytes; their checksum is
+    /// filled over the first IHL bytes), with `payload` virtual payload bytes after it.
+    fn wrap(x: Ipv4Addr, y: Ipv4Addr, inner: &[u8], payload: u32) -> Packet {
+        let mut inner = inner.to_vec();
+        let ihl = (usize::from(inner[0] & 0x0f) * 4).min(inner.len());
+        if ihl >= 12 {
+            inner[10..12].fill(0);
+            let c = checksum::finish(checksum::sum(0, &inner[..ihl]));
+            inner[10..12].copy_from_slice(&c.to_be_bytes());
+        }
+        let total = (OUTER + inner.len()) as u16 + payload as u16;
+        let mut h = vec![0u8; OUTER];
+        ipip::write_outer_header(&mut h, total, 0, 1, y, x);
+        h.extend_from_slice(&inner);
+        Packet::new(&h, payload)
+    }
+
+    /// An inner IPv4 header: `vihl` (version and IHL byte), total length `total`, protocol
+    /// 17, `len` bytes long (options zero).
+    fn inner_header(vihl: u8, total: u16, len: usize) -> Vec<u8> {
+        let mut h = vec![0u8; len];
+        h[0] = vihl;
+        h[2..4].copy_from_slice(&total.to_be_bytes());
+        h[8] = 64;
+        h[9] = 17;
+        h[12..16].copy_from_slice(&[10, 0, 3, 1]);
+        h[16..20].copy_from_slice(&[10, 0, 0, 1]);
+        h
+    }
+
+    /// The edges of the inner header checks, each refused (or accepted) by one check alone:
+    /// every other field is valid, checksums included.
+    #[test]
+    fn inner_header_edges_are_judged_by_their_own_check() {
+        let (x, y) = (Ipv4Addr::new(1, 1, 1, 1), Ipv4Addr::new(2, 2, 2, 2));
+        let mut t = opener(x, y);
+        let mut send = |p: Packet| {
+            t.handle_packet(Instant::ZERO, PortId(0), p);
+            let out = drain(&mut t);
+            (out.len(), t.stats())
+        };
+        // A bare 20-byte inner datagram, and one with 4 bytes of IP options: opened.
+        let (n, s) = send(wrap(x, y, &inner_header(0x45, 20, 20), 0));
+        assert_eq!((n, s.decapsulated), (1, 1));
+        let (n, s) = send(wrap(x, y, &inner_header(0x46, 24, 24), 0));
+        assert_eq!((n, s.decapsulated), (1, 2));
+        // An outer header alone (total 20, protocol 4): no inner datagram.
+        let mut outer_only = vec![0u8; OUTER];
+        ipip::write_outer_header(&mut outer_only, 20, 0, 1, y, x);
+        let (n, s) = send(Packet::new(&outer_only, 0));
+        assert_eq!((n, s.inner_malformed, s.malformed_outer), (0, 1, 0));
+        // Version 6 with a valid checksum.
+        let (n, s) = send(wrap(x, y, &inner_header(0x65, 20, 20), 0));
+        assert_eq!((n, s.inner_malformed), (0, 2));
+        // IHL 4 (16 bytes) with a checksum valid over those 16 bytes.
+        let (n, s) = send(wrap(x, y, &inner_header(0x44, 20, 20), 0));
+        assert_eq!((n, s.inner_malformed), (0, 3));
+        // IHL 15 (60 bytes) but only 40 header bytes, the rest of the datagram payload: must be
+        // refused without reading past the header.
+        let (n, s) = send(wrap(x, y, &inner_header(0x4f, 140, 40), 100));
+        assert_eq!((n, s.inner_malformed), (0, 4));
+        assert_eq!(s.decapsulated, 2);
+    }
+
+    #[test]
+    fn peers_must_not_list_local() {
+        let (x, y) = (Ipv4Addr::new(1, 1, 1, 1), Ipv4Addr::new(2, 2, 2, 2));
+        let mut c = TunnelConfig {
+            local: x,
+            remote: y,
+            arrival_port: None,
+            ports: vec![],
+            peers: vec![Ipv4Addr::new(3, 3, 3, 3)],
+        };
+        assert_eq!(c.validate(), Ok(()));
+        c.peers.push(x);
+        assert!(c.validate().unwrap_err().starts_with("peers:"));
+    }
+
+    proptest::proptest! {
+        /// Arbitrary bytes, raw and as a corrupted tunnel packet: the fuzz target's checks.
+        #[test]
+        fn arbitrary_bytes_never_panic_nor_open_a_non_peer_packet(
+            data in proptest::collection::vec(proptest::num::u8::ANY, 0..160),
+        ) {
+            fuzzing::decapsulate_input(&data);
+        }
     }
 }

@@ -7,7 +7,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use satpep_output::{
-    FlowSample, FlowSummary, LegSummary, LinkSample, LinkSummary, RunStatus, SeriesWriter, Summary,
+    FlowSample, FlowSummary, LegSummary, LinkSample, LinkSummary, MiddleboxSummary, RunStatus,
+    SeriesWriter, Summary,
 };
 use satpep_proto::dama::DamaLink;
 use satpep_proto::link::{Link, LinkStats};
@@ -1015,7 +1016,19 @@ impl Simulation {
             events: self.q.processed(),
             flows,
             links,
+            middleboxes: self.middlebox_summaries(),
         }
+    }
+
+    /// Every router's middlebox counters now, in scenario order (summary.json's
+    /// `middleboxes`; the emulator reports the same).
+    pub fn middlebox_summaries(&self) -> Vec<MiddleboxSummary> {
+        (0..self.scenario.nodes.len())
+            .filter_map(|i| {
+                let mb = self.middlebox(i)?;
+                Some(MiddleboxSummary::new(&self.scenario.nodes[i].name, mb))
+            })
+            .collect()
     }
 
     fn finish(mut self) -> io::Result<RunResult> {

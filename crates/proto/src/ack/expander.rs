@@ -9,6 +9,14 @@
 //! a panic. Every other packet is forwarded unchanged, except that with spacing on, pure ACKs
 //! (from `return_port` if set) go through the spacer so that they keep their place among
 //! regenerated ones.
+//!
+//! Bounds against forged input (issue 15; none is in the paper, whose expander trusts the
+//! tunnel): only `compactors` are accepted (no default, so a scenario must name them); one
+//! compacted ACK regenerates at most [`ExpansionLimit::regenerated`] ACKs, the rest counted in
+//! `clipped`; at most 4 096 per-flow spacers exist at once and each spacing queue holds at most
+//! `spacing_queue_limit` ACKs, refusals and drops counted. The trailer itself is not
+//! authenticated: a packet forged with a compactor's source address is accepted, and the bound
+//! is what limits what it can make the hub send.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::Ipv4Addr;
@@ -16,7 +24,7 @@ use std::net::Ipv4Addr;
 use serde::{Deserialize, Serialize};
 
 use super::spacing::Spacer;
-use super::trailer::{self, TunnelError};
+use super::trailer::{self, Trailer, TunnelError};
 use crate::node::{Node, Packet, PortId, Transmit};
 use crate::time::Instant;
 use crate::wire::{parse_ipv4_tcp, SeqNumber, TcpFlags, TcpIpv4View};
@@ -26,8 +34,9 @@ use crate::wire::{parse_ipv4_tcp, SeqNumber, TcpFlags, TcpIpv4View};
 #[serde(deny_unknown_fields, default)]
 #[non_exhaustive]
 pub struct AckExpanderConfig {
-    /// Tunnel source addresses accepted (the compactors' `tunnel_src`). Default: none (every
-    /// tunnel packet is refused: list them).
+    /// Tunnel source addresses accepted (the compactors' `tunnel_src`). Default: none, and
+    /// [`validate`](Self::validate) refuses an empty list: fail-closed, since an expander that
+    /// accepted any source would regenerate ACKs for anyone who can send it IP-in-IP packets.
     pub compactors: Vec<Ipv4Addr>,
     /// The expander's own tunnel address; IP-in-IP packets to other addresses pass through.
     /// Default: none (every IP-in-IP packet is for the expander).
@@ -42,6 +51,20 @@ pub struct AckExpanderConfig {
     /// With spacing: a queue and token counter per flow (addresses and ports) instead of one for
     /// all, the classifier the paper mentions as an option. Default: false (the paper's runs).
     pub spacing_per_flow: bool,
+    /// Most ACKs one compacted ACK may regenerate (besides itself); see
+    /// [`ExpansionLimit`]. Default: 64 = ⌈65 535 / 1 024⌉, what the largest trailer (65 535
+    /// bytes) stands for when each deleted ACK acknowledged at least one segment of the paper's
+    /// 1 024-byte MSS.
+    pub max_regenerated: u32,
+    /// Fewest bytes a deleted ACK is taken to have acknowledged (bytes): one compacted ACK
+    /// regenerates at most ⌈trailer bytes / `min_ack_bytes`⌉ ACKs. Default: 536, the IPv4
+    /// default MSS (RFC 9293 §3.7.1), so that bulk transfers with any usual MSS are not clipped
+    /// by this rule. At least 1.
+    pub min_ack_bytes: u32,
+    /// With spacing: most ACKs each spacing queue holds; one arriving at a full queue pushes
+    /// out the oldest (counted in `spacing_queue_drops`). Default: 256, one whole expansion of
+    /// the largest trailer (255 + 1) with no clipping. At least 1.
+    pub spacing_queue_limit: usize,
 }
 
 impl Default for AckExpanderConfig {
@@ -53,6 +76,9 @@ impl Default for AckExpanderConfig {
             spacing_tokens: 4,
             return_port: None,
             spacing_per_flow: false,
+            max_regenerated: 64,
+            min_ack_bytes: 536,
+            spacing_queue_limit: 256,
         }
     }
 }
@@ -68,7 +94,74 @@ impl AckExpanderConfig {
         if self.spacing && self.spacing_tokens == 0 {
             return Err("spacing_tokens: must be at least 1 (the paper uses 4)".to_owned());
         }
+        if self.min_ack_bytes == 0 {
+            return Err("min_ack_bytes: must be at least 1".to_owned());
+        }
+        if self.spacing_queue_limit == 0 {
+            return Err("spacing_queue_limit: must be at least 1".to_owned());
+        }
         Ok(())
+    }
+
+    /// The bound on regenerated ACKs these settings give.
+    pub fn limit(&self) -> ExpansionLimit {
+        ExpansionLimit {
+            max_regenerated: self.max_regenerated,
+            min_ack_bytes: self.min_ack_bytes.max(1),
+        }
+    }
+}
+
+/// How many ACKs one compacted ACK may regenerate.
+///
+/// A trailer says `count` ACKs acknowledging `bytes` in all were deleted; the compactor never
+/// lets `count` exceed 255 nor `bytes` 65 535 (trailer.rs). An ACK that is not a duplicate
+/// acknowledges at least one segment, so a legitimate trailer has `count ≤ bytes / segment`;
+/// taking `min_ack_bytes` as the smallest segment gives `⌈bytes / min_ack_bytes⌉`, and
+/// `max_regenerated` caps the result whatever `bytes` says. The expander regenerates
+/// `min(count, ⌈bytes / min_ack_bytes⌉, max_regenerated)` ACKs, still evenly stepped over the
+/// whole `bytes` range, so the sender learns the same cumulative points, in fewer steps. A
+/// forged 63-byte packet from a compactor's address claiming 255 ACKs thus yields at most
+/// 64 + 1 ACKs (2 600 bytes) with the defaults, instead of 256 (10 240 bytes).
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub struct ExpansionLimit {
+    /// Cap on regenerated ACKs per compacted ACK.
+    pub max_regenerated: u32,
+    /// Smallest acknowledged amount assumed per deleted ACK (bytes, ≥ 1).
+    pub min_ack_bytes: u32,
+}
+
+impl ExpansionLimit {
+    /// No bound beyond the trailer's own (`count` ACKs): exact round trips, for tests.
+    pub const NONE: Self = Self {
+        max_regenerated: u32::MAX,
+        min_ack_bytes: 1,
+    };
+
+    /// ACKs to regenerate for trailer `t`.
+    pub fn regenerated(&self, t: Trailer) -> u8 {
+        let by_bytes = u32::from(t.bytes).div_ceil(self.min_ack_bytes.max(1));
+        let n = u32::from(t.count).min(by_bytes).min(self.max_regenerated);
+        // NOTE(unwrap): n ≤ count, a u8.
+        u8::try_from(n).unwrap_or(t.count)
+    }
+}
+
+/// What [`AckExpander::expand`] produced.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub struct Expansion {
+    /// Packets pushed to the output (regenerated ACKs plus the received one, or one plain
+    /// inner packet).
+    pub acks: usize,
+    /// ACKs the trailer asked for but the [`ExpansionLimit`] refused.
+    pub clipped: u32,
+}
+
+impl Expansion {
+    /// Whether the packet was a compacted ACK (a trailer always asks for at least one ACK,
+    /// regenerated or clipped), not a plain tunnelled packet.
+    pub fn is_compacted(&self) -> bool {
+        self.acks > 1 || self.clipped > 0
     }
 }
 
@@ -88,6 +181,12 @@ pub struct ExpanderStats {
     pub malformed: u64,
     /// Normal ACKs that went through the spacer.
     pub spaced_normal: u64,
+    /// ACKs trailers asked for beyond the [`ExpansionLimit`]: not regenerated.
+    pub clipped: u64,
+    /// ACKs of a new flow forwarded unspaced because 4 096 per-flow spacers all held ACKs.
+    pub spacing_flows_refused: u64,
+    /// ACKs pushed out of a full spacing queue (`spacing_queue_limit`): dropped.
+    pub spacing_queue_drops: u64,
 }
 
 /// The expander middlebox.
@@ -105,6 +204,7 @@ enum Spacing {
     Shared(Spacer),
     PerFlow {
         n: u32,
+        limit: usize,
         flows: BTreeMap<FlowKey, Spacer>,
     },
 }
@@ -112,14 +212,17 @@ enum Spacing {
 /// IPv4 addresses and TCP ports of an ACK.
 type FlowKey = (u32, u32, u16, u16);
 
-/// Per-flow spacers kept at once; past this, idle ones are forgotten.
+/// Per-flow spacers kept at once; past this, idle ones are forgotten, and when none is idle a
+/// new flow's ACKs are forwarded unspaced.
 const MAX_SPACED_FLOWS: usize = 4096;
 
 impl Spacing {
-    fn for_packet(&mut self, pkt: &Packet) -> &mut Spacer {
+    /// The spacer for `pkt`'s flow; `None` when it would be a new flow and all
+    /// [`MAX_SPACED_FLOWS`] spacers hold ACKs.
+    fn for_packet(&mut self, pkt: &Packet) -> Option<&mut Spacer> {
         match self {
-            Self::Shared(s) => s,
-            Self::PerFlow { n, flows } => {
+            Self::Shared(s) => Some(s),
+            Self::PerFlow { n, limit, flows } => {
                 let key = TcpIpv4View::new_checked(pkt.header()).map_or((0, 0, 0, 0), |v| {
                     (
                         u32::from(v.src_addr()),
@@ -130,9 +233,24 @@ impl Spacing {
                 });
                 if flows.len() >= MAX_SPACED_FLOWS && !flows.contains_key(&key) {
                     flows.retain(|_, s| !s.is_empty());
+                    if flows.len() >= MAX_SPACED_FLOWS {
+                        return None;
+                    }
                 }
-                flows.entry(key).or_insert_with(|| Spacer::new(*n))
+                Some(
+                    flows
+                        .entry(key)
+                        .or_insert_with(|| Spacer::new(*n).with_queue_limit(*limit)),
+                )
             }
+        }
+    }
+
+    /// Spacers that exist now.
+    fn spacers(&self) -> usize {
+        match self {
+            Self::Shared(_) => 1,
+            Self::PerFlow { flows, .. } => flows.len(),
         }
     }
 
@@ -163,9 +281,12 @@ impl AckExpander {
     pub fn new(config: &AckExpanderConfig) -> Self {
         Self {
             spacing: config.spacing.then(|| match config.spacing_per_flow {
-                false => Spacing::Shared(Spacer::new(config.spacing_tokens)),
+                false => Spacing::Shared(
+                    Spacer::new(config.spacing_tokens).with_queue_limit(config.spacing_queue_limit),
+                ),
                 true => Spacing::PerFlow {
                     n: config.spacing_tokens,
+                    limit: config.spacing_queue_limit,
                     flows: BTreeMap::new(),
                 },
             }),
@@ -178,6 +299,11 @@ impl AckExpander {
     /// Counters.
     pub fn stats(&self) -> ExpanderStats {
         self.stats
+    }
+
+    /// Spacers that exist now: 0 without spacing, 1 shared, or one per flow (≤ 4 096).
+    pub fn spacers(&self) -> usize {
+        self.spacing.as_ref().map_or(0, Spacing::spacers)
     }
 
     /// The spacer, when spacing is on with one queue for all flows.
@@ -198,12 +324,14 @@ impl AckExpander {
     }
 
     /// Expand one compacted tunnel packet into `out` (regenerated ACKs lowest first, then the
-    /// received one). Pure function of the packet: the expander keeps no per-flow state.
+    /// received one), regenerating no more than `limit` allows. Pure function of the packet:
+    /// the expander keeps no per-flow state.
     pub fn expand(
         pkt: &Packet,
         accept: impl Fn(Ipv4Addr) -> bool,
+        limit: ExpansionLimit,
         out: &mut Vec<Packet>,
-    ) -> Result<usize, ExpandError> {
+    ) -> Result<Expansion, ExpandError> {
         let t = trailer::parse(pkt.header(), pkt.payload_len).map_err(ExpandError::Tunnel)?;
         if !accept(t.src) {
             return Err(ExpandError::UnknownSource(t.src));
@@ -216,7 +344,10 @@ impl AckExpander {
             let mut inner = pkt.clone();
             inner.strip_header_front(pkt.header_len() - t.inner.len());
             out.push(inner);
-            return Ok(1);
+            return Ok(Expansion {
+                acks: 1,
+                clipped: 0,
+            });
         };
         // A compacted ACK must be a valid pure ACK: checksums verified by a full parse.
         let (_, tcp) = parse_ipv4_tcp(t.inner, 0)
@@ -228,7 +359,12 @@ impl AckExpander {
                 "trailer on a packet that is not a pure ACK",
             )));
         };
-        for a in trailer::stepped_acks(ack.0, tr) {
+        let count = limit.regenerated(tr);
+        let stepped = Trailer {
+            count,
+            bytes: tr.bytes,
+        };
+        for a in trailer::stepped_acks(ack.0, stepped) {
             let mut copy = inherit(Packet::new(t.inner, 0), pkt);
             let mut view = TcpIpv4View::new_unchecked(copy.header_mut());
             view.set_ack_number(SeqNumber(a));
@@ -236,7 +372,10 @@ impl AckExpander {
             out.push(copy);
         }
         out.push(inherit(Packet::new(t.inner, 0), pkt));
-        Ok(usize::from(tr.count) + 1)
+        Ok(Expansion {
+            acks: usize::from(count) + 1,
+            clipped: u32::from(tr.count - count),
+        })
     }
 
     fn is_for_us(&self, h: &[u8]) -> bool {
@@ -246,6 +385,27 @@ impl AckExpander {
                 .config
                 .address
                 .is_none_or(|a| a.octets() == [h[16], h[17], h[18], h[19]])
+    }
+
+    /// A normal ACK into its flow's spacer (true), or out unspaced when no spacer can be had.
+    fn space_normal(&mut self, now: Instant, pkt: Packet) -> bool {
+        match self.spacing.as_mut().map(|s| s.for_packet(&pkt)) {
+            Some(Some(sp)) => {
+                let before = sp.dropped();
+                sp.handle_normal(now, pkt);
+                self.stats.spacing_queue_drops += sp.dropped() - before;
+                true
+            }
+            Some(None) => {
+                self.stats.spacing_flows_refused += 1;
+                self.out.push_back(pkt);
+                false
+            }
+            None => {
+                self.out.push_back(pkt);
+                false
+            }
+        }
     }
 
     fn is_return_ack(&self, port: PortId, pkt: &Packet) -> bool {
@@ -272,9 +432,8 @@ impl Node for AckExpander {
     fn handle_packet(&mut self, now: Instant, port: PortId, pkt: Packet) {
         if !self.is_for_us(pkt.header()) {
             if self.spacing.is_some() && self.is_return_ack(port, &pkt) {
-                self.stats.spaced_normal += 1;
-                if let Some(s) = self.spacing.as_mut() {
-                    s.for_packet(&pkt).handle_normal(now, pkt);
+                if self.space_normal(now, pkt) {
+                    self.stats.spaced_normal += 1;
                 }
             } else {
                 self.out.push_back(pkt);
@@ -283,19 +442,36 @@ impl Node for AckExpander {
         }
         let compactors = &self.config.compactors;
         let mut acks = Vec::new();
-        match Self::expand(&pkt, |a| compactors.contains(&a), &mut acks) {
-            Ok(n) => {
+        match Self::expand(
+            &pkt,
+            |a| compactors.contains(&a),
+            self.config.limit(),
+            &mut acks,
+        ) {
+            Ok(x) => {
                 self.stats.decapsulated += 1;
-                if n > 1 {
+                self.stats.clipped += u64::from(x.clipped);
+                if x.is_compacted() {
                     self.stats.compacted += 1;
-                    self.stats.regenerated += n as u64 - 1;
+                    self.stats.regenerated += x.acks as u64 - 1;
                 }
+                let spaced_port = self.config.return_port.is_none_or(|p| p == port.0);
                 match self.spacing.as_mut() {
-                    Some(s) if n > 1 => s.for_packet(&acks[0]).handle_compacted(now, acks),
-                    Some(s) if self.config.return_port.is_none_or(|p| p == port.0) => {
-                        // A tunnelled normal ACK: spaced like one that came plain.
+                    Some(s) if x.is_compacted() => match s.for_packet(&acks[0]) {
+                        Some(sp) => {
+                            let before = sp.dropped();
+                            sp.handle_compacted(now, acks);
+                            self.stats.spacing_queue_drops += sp.dropped() - before;
+                        }
+                        None => {
+                            self.stats.spacing_flows_refused += acks.len() as u64;
+                            self.out.extend(acks);
+                        }
+                    },
+                    // A tunnelled normal ACK: spaced like one that came plain.
+                    Some(_) if spaced_port => {
                         for a in acks {
-                            s.for_packet(&a).handle_normal(now, a);
+                            self.space_normal(now, a);
                         }
                     }
                     _ => self.out.extend(acks),

@@ -4,7 +4,7 @@
 use std::net::Ipv4Addr;
 
 use super::trailer::{self, Trailer};
-use super::AckExpander;
+use super::{AckExpander, AckExpanderConfig, Expansion, ExpansionLimit};
 use crate::node::{Packet, MAX_HEADER};
 use crate::wire::{
     emit_ipv4_tcp, parse_ipv4_tcp, parse_packet, Ipv4Repr, SeqNumber, TcpRepr, IPPROTO_TCP,
@@ -22,9 +22,15 @@ pub fn expander_input(data: &[u8]) {
         let header = &header[..header.len().min(MAX_HEADER)];
         let pkt = Packet::new(header, u32::from(u16::from_be_bytes([*hi, *lo])));
         let mut out = Vec::new();
-        if let Ok(n) = AckExpander::expand(&pkt, |_| true, &mut out) {
-            assert_eq!(n, out.len());
+        if let Ok(x) = AckExpander::expand(&pkt, |_| true, ExpansionLimit::NONE, &mut out) {
+            assert_eq!(x.acks, out.len());
             check_output(&pkt, &out);
+        }
+        let mut out = Vec::new();
+        let limit = AckExpanderConfig::default().limit();
+        if let Ok(x) = AckExpander::expand(&pkt, |_| true, limit, &mut out) {
+            assert_eq!(x.acks, out.len());
+            check_output_limited(&pkt, &out, limit);
         }
     }
     let [a0, a1, a2, a3, count, b0, b1, w0, w1, flip_at, flip, ..] = *data else {
@@ -62,8 +68,14 @@ pub fn expander_input(data: &[u8]) {
     };
     let pkt = Packet::new(&buf[..m], 0);
     let mut out = Vec::new();
-    let got = AckExpander::expand(&pkt, |a| a == src, &mut out);
-    assert_eq!(got, Ok(usize::from(tr.count) + 1));
+    let got = AckExpander::expand(&pkt, |a| a == src, ExpansionLimit::NONE, &mut out);
+    assert_eq!(
+        got,
+        Ok(Expansion {
+            acks: usize::from(tr.count) + 1,
+            clipped: 0
+        })
+    );
     check_output(&pkt, &out);
     let last = out.last().map(|p| p.header().to_vec());
     assert_eq!(
@@ -76,7 +88,7 @@ pub fn expander_input(data: &[u8]) {
     forged[usize::from(flip_at) % m] ^= flip.max(1);
     let pkt = Packet::new(&forged[..m], 0);
     let mut out = Vec::new();
-    if AckExpander::expand(&pkt, |a| a == src, &mut out).is_ok() {
+    if AckExpander::expand(&pkt, |a| a == src, ExpansionLimit::NONE, &mut out).is_ok() {
         check_output(&pkt, &out);
     }
 }
@@ -84,6 +96,12 @@ pub fn expander_input(data: &[u8]) {
 /// Every output packet is a valid IPv4/TCP header (both checksums); for a compacted input the
 /// ACK numbers are strictly increasing and end at the received one.
 pub fn check_output(input: &Packet, out: &[Packet]) {
+    check_output_limited(input, out, ExpansionLimit::NONE);
+}
+
+/// [`check_output`] for an expansion under `limit`: exactly `limit.regenerated(trailer)`
+/// regenerated ACKs, still covering the trailer's whole byte range.
+pub fn check_output_limited(input: &Packet, out: &[Packet], limit: ExpansionLimit) {
     let Ok(t) = trailer::parse(input.header(), input.payload_len) else {
         panic!("expand accepted what the tunnel parser refuses");
     };
@@ -92,7 +110,9 @@ pub fn check_output(input: &Packet, out: &[Packet]) {
         assert_eq!(out[0].header(), t.inner);
         return;
     };
-    assert_eq!(out.len(), usize::from(tr.count) + 1);
+    assert_eq!(out.len(), usize::from(limit.regenerated(tr)) + 1);
+    assert!(out.len() <= usize::from(tr.count) + 1);
+    assert!(out.len() as u64 <= u64::from(limit.max_regenerated) + 1);
     let acks: Vec<SeqNumber> = out
         .iter()
         .map(|p| {

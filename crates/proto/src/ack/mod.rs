@@ -24,7 +24,9 @@ mod queue;
 pub mod spacing;
 pub mod trailer;
 
-pub use expander::{AckExpander, AckExpanderConfig, ExpanderStats};
+pub use expander::{
+    AckExpander, AckExpanderConfig, ExpandError, ExpanderStats, Expansion, ExpansionLimit,
+};
 pub use queue::{AckMode, AckQueue, AckQueueConfig, AckQueueStats};
 
 #[cfg(test)]

@@ -12,6 +12,11 @@
 //!
 //! One `Spacer` serves all flows, as the paper's implementation ("does not classify packets"), or
 //! the expander keeps one per flow (`spacing_per_flow`), the variant the paper mentions.
+//!
+//! Not in the paper: the queue has a size limit ([`Spacer::with_queue_limit`]), because a
+//! forged flood of ACKs would otherwise grow it without bound. When an ACK arrives at a full
+//! queue, the *oldest* waiting ACK is dropped (and counted): ACKs are cumulative, so the newer
+//! one carries everything the older one said, and the sender still learns the newest point.
 
 use std::collections::VecDeque;
 
@@ -32,6 +37,8 @@ pub struct Spacer {
     last_compacted: Option<Instant>,
     last_was_compacted: bool,
     max_queue: usize,
+    limit: usize,
+    dropped: u64,
 }
 
 impl Spacer {
@@ -48,7 +55,16 @@ impl Spacer {
             last_compacted: None,
             last_was_compacted: false,
             max_queue: 0,
+            limit: usize::MAX,
+            dropped: 0,
         }
+    }
+
+    /// The same spacer holding at most `limit` ACKs (at least 1): an ACK arriving at a full
+    /// queue pushes the oldest one out, counted in [`dropped`](Self::dropped).
+    pub fn with_queue_limit(mut self, limit: usize) -> Self {
+        self.limit = limit.max(1);
+        self
     }
 
     /// A normal (not compacted) ACK arrived.
@@ -68,11 +84,12 @@ impl Spacer {
     /// A compacted ACK arrived and was expanded into `acks` (lowest first, the received one
     /// last).
     pub fn handle_compacted(&mut self, now: Instant, acks: impl IntoIterator<Item = Packet>) {
-        let before = self.queue.len();
+        let mut k = 0u64;
         for p in acks {
             self.push(p);
+            k += 1;
         }
-        let k = (self.queue.len() - before).max(1) as u64;
+        let k = k.max(1);
         self.ack_iat = match (self.last_was_compacted, self.last_compacted) {
             (true, Some(t)) => Duration::from_nanos(now.saturating_since(t).as_nanos() / k),
             _ => self.mean_normal_iat(),
@@ -137,12 +154,21 @@ impl Spacer {
         self.max_queue
     }
 
+    /// ACKs pushed out of a full queue (see [`with_queue_limit`](Self::with_queue_limit)).
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
     /// The current per-ACK spacing estimate.
     pub fn ack_iat(&self) -> Duration {
         self.ack_iat
     }
 
     fn push(&mut self, pkt: Packet) {
+        if self.queue.len() >= self.limit {
+            self.queue.pop_front();
+            self.dropped += 1;
+        }
         self.queue.push_back(pkt);
         self.max_queue = self.max_queue.max(self.queue.len());
     }

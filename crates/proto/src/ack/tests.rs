@@ -180,7 +180,7 @@ fn compaction_then_expansion_restores_the_ack_stream() {
     let mut acks = Vec::new();
     for p in &sent {
         let mut out = Vec::new();
-        match AckExpander::expand(p, |a| a == TUN_SRC, &mut out) {
+        match AckExpander::expand(p, |a| a == TUN_SRC, ExpansionLimit::NONE, &mut out) {
             Ok(_) => {}
             Err(_) => out.push(p.clone()), // not tunnelled
         }
@@ -248,8 +248,10 @@ fn tunnel(ack: u32, count: u8, bytes: u16, src: Ipv4Addr, kind: Kind) -> Packet 
 
 #[test]
 fn expander_steps_acks_up_to_the_received_one_with_valid_checksums() {
+    // 333 bytes per deleted ACK: below the default `min_ack_bytes`, so lift it here.
     let cfg = AckExpanderConfig {
         compactors: vec![TUN_SRC],
+        min_ack_bytes: 1,
         ..AckExpanderConfig::default()
     };
     let mut x = AckExpander::new(&cfg);
@@ -489,10 +491,10 @@ proptest! {
         let mut per_flow: BTreeMap<u8, Vec<u32>> = BTreeMap::new();
         for p in &sent {
             let mut out = Vec::new();
-            match AckExpander::expand(p, |a| a == TUN_SRC, &mut out) {
-                Ok(n) => {
+            match AckExpander::expand(p, |a| a == TUN_SRC, ExpansionLimit::NONE, &mut out) {
+                Ok(x) => {
                     fuzzing::check_output(p, &out);
-                    regenerated += n as u64 - 1;
+                    regenerated += x.acks as u64 - 1;
                 }
                 Err(_) => out.push(p.clone()),
             }
@@ -561,7 +563,7 @@ fn a_compacting_link_accounts_for_every_packet() {
     let mut acks = Vec::new();
     for p in &out {
         let mut x = Vec::new();
-        if AckExpander::expand(p, |a| a == TUN_SRC, &mut x).is_err() {
+        if AckExpander::expand(p, |a| a == TUN_SRC, ExpansionLimit::NONE, &mut x).is_err() {
             x.push(p.clone());
         }
         acks.extend(x.iter().map(|o| {
@@ -661,5 +663,425 @@ fn ns2_filtering_purges_older_duplicates_too() {
         rfc,
         [1, 2, 3, 4, 5, 6, 7],
         "duplicates and the ACK they repeat stay"
+    );
+}
+
+// --- Hardening (issue 15): forged compacted ACKs, bounded expansion, bounded spacer state. ---
+
+/// A pure ACK of flow `port` (its TCP source port), acknowledging `ack`.
+fn ack_of(port: u16, ack: u32) -> Packet {
+    let ip = Ipv4Repr::tcp(SRC, Ipv4Addr::new(10, 0, 0, 1), 1);
+    let tcp = TcpRepr {
+        src_port: port,
+        dst_port: 40001,
+        seq: SeqNumber(1),
+        ack: Some(SeqNumber(ack)),
+        window: 50000,
+        ..TcpRepr::default()
+    };
+    Packet::build(0, |b| emit_ipv4_tcp(&ip, &tcp, b))
+}
+
+/// [`ack_of`] compacted: the trailer says `count` ACKs covering `bytes` were deleted.
+fn compacted_of(port: u16, ack: u32, count: u8, bytes: u16, src: Ipv4Addr) -> Packet {
+    let inner = ack_of(port, ack);
+    let mut buf = [0u8; MAX_HEADER];
+    let tr = Trailer { count, bytes };
+    let n = trailer::encapsulate(inner.header(), tr, src, TUN_DST, 1, &mut buf).expect("fits");
+    Packet::new(&buf[..n], 0)
+}
+
+fn drain_expander(x: &mut AckExpander, now: Instant) -> Vec<Packet> {
+    std::iter::from_fn(|| x.poll_transmit(now).map(|t| t.pkt)).collect()
+}
+
+/// Issue 15's reproducer: a 63-byte compacted ACK claiming 255 deleted ACKs (256 ACKs,
+/// 10 240 bytes, once expanded). From an address that is not a compactor: nothing comes out.
+#[test]
+fn forged_compacted_ack_from_a_non_peer_yields_no_ack() {
+    let mut x = AckExpander::new(&AckExpanderConfig {
+        compactors: vec![TUN_SRC],
+        ..AckExpanderConfig::default()
+    });
+    let forged = compacted_of(80, 1_000_000, 255, 65_535, Ipv4Addr::new(203, 0, 113, 9));
+    assert_eq!(forged.wire_len(), 63);
+    for _ in 0..10 {
+        x.handle_packet(Instant::ZERO, PortId(1), forged.clone());
+    }
+    assert!(drain_expander(&mut x, Instant::ZERO).is_empty());
+    assert_eq!(x.stats().unknown_source, 10);
+    assert_eq!(x.stats().regenerated + x.stats().decapsulated, 0);
+}
+
+/// The same packet with the compactor's source address (spoofed, or a compactor gone wrong):
+/// at most `max_regenerated` + 1 ACKs, the rest counted as clipped; the ACKs still step evenly
+/// over the claimed range up to the received one.
+#[test]
+fn forged_compacted_ack_from_the_peer_yields_at_most_the_bound() {
+    let cfg = AckExpanderConfig {
+        compactors: vec![TUN_SRC],
+        ..AckExpanderConfig::default()
+    };
+    let mut x = AckExpander::new(&cfg);
+    x.handle_packet(
+        Instant::ZERO,
+        PortId(1),
+        compacted_of(80, 1_000_000, 255, 65_535, TUN_SRC),
+    );
+    let out = drain_expander(&mut x, Instant::ZERO);
+    assert_eq!(out.len(), 65, "64 regenerated + the received one");
+    assert_eq!(out.iter().map(Packet::wire_len).sum::<u64>(), 2_600);
+    let s = x.stats();
+    assert_eq!((s.regenerated, s.clipped, s.compacted), (64, 191, 1));
+    let acks: Vec<u32> = out
+        .iter()
+        .map(|p| {
+            parse_ipv4_tcp(p.header(), 0)
+                .expect("valid")
+                .1
+                .ack
+                .expect("a")
+                .0
+        })
+        .collect();
+    assert_eq!(acks[0], 1_000_000 - 65_535);
+    assert_eq!(acks[64], 1_000_000);
+    assert!(acks.windows(2).all(|w| w[0] < w[1]));
+
+    // 10 240 bytes claimed by 255 ACKs (40 bytes each, less than any segment): the byte rule
+    // gives ⌈10 240 / 536⌉ = 20.
+    x.handle_packet(
+        Instant::ZERO,
+        PortId(1),
+        compacted_of(80, 2_000_000, 255, 10_240, TUN_SRC),
+    );
+    assert_eq!(drain_expander(&mut x, Instant::ZERO).len(), 21);
+    assert_eq!(x.stats().clipped, 191 + 235);
+}
+
+/// The bound: min(count, ⌈bytes / min_ack_bytes⌉, max_regenerated).
+#[test]
+fn expansion_limit_follows_count_bytes_and_cap() {
+    let d = AckExpanderConfig::default().limit();
+    let t = |count, bytes| Trailer { count, bytes };
+    assert_eq!(d.regenerated(t(60, 61_440)), 60); // the paper's 1 024-byte ACKs: untouched
+    assert_eq!(d.regenerated(t(64, 65_535)), 64);
+    assert_eq!(d.regenerated(t(65, 65_535)), 64); // the cap
+    assert_eq!(d.regenerated(t(3, 1000)), 2); // ⌈1000 / 536⌉
+    assert_eq!(d.regenerated(t(1, 1)), 1);
+    assert_eq!(d.regenerated(t(2, 536)), 1);
+    assert_eq!(d.regenerated(t(2, 537)), 2);
+    assert_eq!(ExpansionLimit::NONE.regenerated(t(255, 255)), 255);
+    let capped = ExpansionLimit {
+        max_regenerated: 0,
+        min_ack_bytes: 1,
+    };
+    assert_eq!(capped.regenerated(t(9, 9000)), 0);
+    let bad = |c: AckExpanderConfig| c.validate().unwrap_err();
+    let ok = AckExpanderConfig {
+        compactors: vec![TUN_SRC],
+        ..AckExpanderConfig::default()
+    };
+    assert_eq!(ok.validate(), Ok(()));
+    assert!(bad(AckExpanderConfig {
+        min_ack_bytes: 0,
+        ..ok.clone()
+    })
+    .starts_with("min_ack_bytes:"));
+    assert!(bad(AckExpanderConfig {
+        spacing_queue_limit: 0,
+        ..ok.clone()
+    })
+    .starts_with("spacing_queue_limit:"));
+    assert!(bad(AckExpanderConfig::default()).starts_with("compactors:"));
+}
+
+/// 4 096 flows each with an ACK waiting: a 4 097th flow gets no spacer (its ACKs go on
+/// unspaced, counted) instead of growing the table; once one spacer is idle, it is forgotten
+/// and the new flow is spaced.
+#[test]
+fn per_flow_spacer_cap_holds_when_every_spacer_holds_acks() {
+    let mut x = AckExpander::new(&AckExpanderConfig {
+        compactors: vec![TUN_SRC],
+        spacing: true,
+        spacing_per_flow: true,
+        ..AckExpanderConfig::default()
+    });
+    let t0 = Instant::ZERO;
+    // Two ACKs per flow, nothing polled: each spacer holds two.
+    for port in 0..4096u16 {
+        x.handle_packet(t0, PortId(1), ack_of(port, 1000));
+        x.handle_packet(t0, PortId(1), ack_of(port, 2000));
+    }
+    assert_eq!((x.spacers(), x.spacing_queue_len()), (4096, 8192));
+    for port in 4096..4196u16 {
+        x.handle_packet(t0, PortId(1), ack_of(port, 1000));
+    }
+    x.handle_packet(t0, PortId(1), compacted_of(5000, 9000, 4, 4096, TUN_SRC));
+    assert_eq!(x.spacers(), 4096);
+    assert_eq!(x.stats().spacing_flows_refused, 100 + 5);
+    assert_eq!(x.stats().spaced_normal, 8192);
+    // The refused ACKs are out at once, ahead of the spaced ones.
+    let first: Vec<u16> = std::iter::from_fn(|| x.poll_transmit(t0))
+        .take(105)
+        .map(|t| parse_ipv4_tcp(t.pkt.header(), 0).expect("ack").1.src_port)
+        .collect();
+    assert_eq!(first[..100], (4096..4196).collect::<Vec<u16>>()[..]);
+    assert!(first[100..].iter().all(|&p| p == 5000));
+}
+
+/// One flow floods: its spacing queue never holds more than `spacing_queue_limit`; the oldest
+/// ACKs are the ones pushed out, so the newest cumulative ACK still leaves.
+#[test]
+fn spacing_queue_limit_drops_the_oldest_and_counts() {
+    for per_flow in [false, true] {
+        let mut x = AckExpander::new(&AckExpanderConfig {
+            compactors: vec![TUN_SRC],
+            spacing: true,
+            spacing_per_flow: per_flow,
+            spacing_queue_limit: 10,
+            ..AckExpanderConfig::default()
+        });
+        let t0 = Instant::ZERO;
+        for k in 1..=25u32 {
+            x.handle_packet(t0, PortId(1), ack_of(80, 1000 * k));
+        }
+        x.handle_packet(t0, PortId(1), compacted_of(80, 40_000, 8, 8000, TUN_SRC));
+        assert_eq!(x.spacing_queue_len(), 10);
+        assert_eq!(x.stats().spacing_queue_drops, 25 + 9 - 10);
+        let mut out = Vec::new();
+        let mut now = t0;
+        for _ in 0..1000 {
+            out.extend(drain_expander(&mut x, now));
+            match x.poll_timeout() {
+                Some(t) => {
+                    now = t;
+                    x.handle_timeout(now);
+                }
+                None => break,
+            }
+        }
+        let acks: Vec<u32> = out
+            .iter()
+            .map(|p| {
+                parse_ipv4_tcp(p.header(), 0)
+                    .expect("ack")
+                    .1
+                    .ack
+                    .expect("a")
+                    .0
+            })
+            .collect();
+        assert_eq!(acks.len(), 10);
+        assert_eq!(acks.last(), Some(&40_000));
+    }
+}
+
+#[derive(Clone, Debug)]
+enum FloodOp {
+    Plain { port: u16, ack: u32 },
+    Compacted { port: u16, count: u8, bytes: u16 },
+    Forged { count: u8 },
+    Garbage(Vec<u8>),
+    Wait(u64),
+}
+
+fn flood_op() -> impl Strategy<Value = FloodOp> {
+    prop_oneof![
+        6 => (0u16..6000, any::<u32>()).prop_map(|(port, ack)| FloodOp::Plain { port, ack }),
+        2 => (0u16..6000, 1u8..=255, any::<u16>()).prop_map(|(port, count, bytes)| {
+            FloodOp::Compacted { port, count, bytes: bytes.max(u16::from(count)) }
+        }),
+        1 => any::<u8>().prop_map(|count| FloodOp::Forged { count: count.max(1) }),
+        1 => proptest::collection::vec(any::<u8>(), 0..80).prop_map(FloodOp::Garbage),
+        1 => (0u64..50_000_000).prop_map(FloodOp::Wait),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// A random flood (many flows, compacted ACKs from the compactor claiming anything, forged
+    /// ones from a stranger, garbage, time passing): no panic; spacers ≤ 4 096, each queue ≤
+    /// its limit; every ACK in is out, waiting or counted as a queue drop; regenerated ACKs ≤
+    /// `max_regenerated` per compacted ACK; nothing forged comes out.
+    #[test]
+    fn spacer_state_and_output_stay_bounded_under_a_flood(
+        ops in proptest::collection::vec(flood_op(), 1..1500),
+        per_flow in any::<bool>(),
+        limit in 1usize..20,
+        cap in 0u32..80,
+    ) {
+        let mut x = AckExpander::new(&AckExpanderConfig {
+            compactors: vec![TUN_SRC],
+            address: Some(TUN_DST),
+            spacing: true,
+            spacing_per_flow: per_flow,
+            spacing_queue_limit: limit,
+            max_regenerated: cap,
+            ..AckExpanderConfig::default()
+        });
+        let mut now = Instant::ZERO;
+        let (mut plain_in, mut garbage_in, mut out) = (0u64, 0u64, 0u64);
+        for op in &ops {
+            let before = out;
+            match op {
+                FloodOp::Plain { port, ack } => {
+                    plain_in += 1;
+                    x.handle_packet(now, PortId(1), ack_of(*port, *ack));
+                }
+                FloodOp::Compacted { port, count, bytes } => {
+                    x.handle_packet(now, PortId(1), compacted_of(*port, 1 << 20, *count, *bytes, TUN_SRC));
+                }
+                FloodOp::Forged { count } => {
+                    let p = compacted_of(7, 1 << 20, *count, 65_535, Ipv4Addr::new(6, 6, 6, 6));
+                    x.handle_packet(now, PortId(1), p);
+                }
+                FloodOp::Garbage(bytes) => {
+                    garbage_in += 1;
+                    x.handle_packet(now, PortId(1), Packet::new(&bytes[..bytes.len().min(MAX_HEADER)], 0));
+                }
+                FloodOp::Wait(ns) => {
+                    now += Duration::from_nanos(*ns);
+                    if x.poll_timeout().is_some_and(|t| t <= now) {
+                        x.handle_timeout(now);
+                    }
+                }
+            }
+            out += std::iter::from_fn(|| x.poll_transmit(now)).count() as u64;
+            // One input never releases more than one whole expansion plus what waited.
+            prop_assert!(out - before <= u64::from(cap) + 1 + (4096 * limit) as u64);
+            prop_assert!(x.spacers() <= 4096);
+            prop_assert!(x.spacing_queue_len() <= x.spacers() * limit);
+        }
+        let s = x.stats();
+        prop_assert!(s.regenerated <= s.compacted * u64::from(cap));
+        prop_assert_eq!(s.unknown_source, ops.iter().filter(|o| matches!(o, FloodOp::Forged { .. })).count() as u64);
+        // Conservation: ACKs in (plain, regenerated, received compacted) = out + waiting +
+        // dropped; garbage that is not for the expander passes as it came.
+        prop_assert_eq!(
+            plain_in + garbage_in - s.malformed + s.regenerated + s.compacted,
+            out + x.spacing_queue_len() as u64 + s.spacing_queue_drops
+        );
+    }
+}
+
+/// `max_regenerated = 0`: a compacted ACK still counts as one, and only the received ACK
+/// leaves.
+#[test]
+fn compacted_ack_with_nothing_regenerated_is_still_counted_as_compacted() {
+    let mut x = AckExpander::new(&AckExpanderConfig {
+        compactors: vec![TUN_SRC],
+        max_regenerated: 0,
+        ..AckExpanderConfig::default()
+    });
+    x.handle_packet(
+        Instant::ZERO,
+        PortId(1),
+        compacted_of(80, 9000, 4, 4096, TUN_SRC),
+    );
+    assert_eq!(drain_expander(&mut x, Instant::ZERO).len(), 1);
+    let s = x.stats();
+    assert_eq!((s.compacted, s.regenerated, s.clipped), (1, 0, 4));
+}
+
+/// A plain tunnelled ACK (no trailer) is decapsulated and not counted as compacted, with
+/// spacing or without.
+#[test]
+fn plain_tunnelled_ack_is_not_counted_as_compacted() {
+    for spacing in [false, true] {
+        let mut x = AckExpander::new(&AckExpanderConfig {
+            compactors: vec![TUN_SRC],
+            spacing,
+            ..AckExpanderConfig::default()
+        });
+        let inner = ack_of(80, 5000);
+        let mut h = vec![0u8; 20];
+        crate::wire::ipip::write_outer_header(&mut h, 60, 0, 1, TUN_SRC, TUN_DST);
+        h.extend_from_slice(inner.header());
+        x.handle_packet(Instant::ZERO, PortId(1), Packet::new(&h, 0));
+        let out = drain_expander(&mut x, Instant::ZERO);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].header(), inner.header());
+        let s = x.stats();
+        assert_eq!(
+            (s.decapsulated, s.compacted, s.regenerated, s.clipped),
+            (1, 0, 0, 0)
+        );
+    }
+}
+
+/// A plain tunnel packet around the pure ACK `ack_of(port, ack)`.
+fn plain_tunnelled(port: u16, ack: u32) -> Packet {
+    let inner = ack_of(port, ack);
+    let mut h = vec![0u8; 20];
+    crate::wire::ipip::write_outer_header(&mut h, 60, 0, 1, TUN_SRC, TUN_DST);
+    h.extend_from_slice(inner.header());
+    Packet::new(&h, 0)
+}
+
+fn ack_numbers(out: &[Packet]) -> Vec<u32> {
+    out.iter()
+        .map(|p| {
+            parse_ipv4_tcp(p.header(), 0)
+                .expect("ack")
+                .1
+                .ack
+                .expect("a")
+                .0
+        })
+        .collect()
+}
+
+/// With spacing and `return_port = 1`: a tunnelled normal ACK from port 1 queues behind the
+/// regenerated ones (its token releases the next waiting ACK); from port 0 it leaves at once.
+/// A data segment is never spaced.
+#[test]
+fn tunnelled_normal_acks_are_spaced_only_from_the_return_port() {
+    let t0 = Instant::ZERO;
+    for port in [0u16, 1] {
+        let mut x = AckExpander::new(&AckExpanderConfig {
+            compactors: vec![TUN_SRC],
+            spacing: true,
+            return_port: Some(1),
+            ..AckExpanderConfig::default()
+        });
+        x.handle_packet(t0, PortId(1), compacted_of(80, 10_000, 4, 4096, TUN_SRC));
+        assert_eq!(ack_numbers(&drain_expander(&mut x, t0)), [5904]);
+        x.handle_packet(t0, PortId(port), plain_tunnelled(80, 11_000));
+        let out = ack_numbers(&drain_expander(&mut x, t0));
+        match port {
+            1 => assert_eq!(out, [6928], "spaced: the next regenerated ACK leaves"),
+            _ => assert_eq!(out, [11_000], "not from the return port: at once"),
+        }
+        // A data segment arriving on the return port passes at once, unspaced.
+        let data = seg(0, 12_000, Kind::Data, 7);
+        x.handle_packet(t0, PortId(1), data.clone());
+        let out = drain_expander(&mut x, t0);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].header(), data.header());
+        assert_eq!(x.stats().spaced_normal, 0);
+    }
+}
+
+/// Tunnelled normal ACKs feed the spacer's estimate of the normal inter-arrival time, which
+/// the first compacted ACK after them uses as its spacing (Samaraweera §7).
+#[test]
+fn tunnelled_normal_acks_set_the_spacing_of_the_next_compacted_ack() {
+    let mut x = AckExpander::new(&AckExpanderConfig {
+        compactors: vec![TUN_SRC],
+        spacing: true,
+        ..AckExpanderConfig::default()
+    });
+    let ms = |m: u64| Instant::ZERO + Duration::from_millis(m);
+    for k in 0..3u32 {
+        let at = ms(10 * u64::from(k));
+        x.handle_packet(at, PortId(1), plain_tunnelled(80, 1000 * (k + 1)));
+        drain_expander(&mut x, at);
+    }
+    x.handle_packet(ms(30), PortId(1), compacted_of(80, 9000, 4, 4096, TUN_SRC));
+    assert_eq!(
+        x.spacer().map(spacing::Spacer::ack_iat),
+        Some(Duration::from_millis(10))
     );
 }
