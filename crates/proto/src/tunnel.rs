@@ -250,6 +250,7 @@ impl Node for Tunnel {
 
 /// The body of the `tunnel` fuzz target, public so that cargo-fuzz (nightly) and a stable
 /// property test run the same checks.
+#[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing {
     use std::net::Ipv4Addr;
 
