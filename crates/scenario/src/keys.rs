@@ -6,7 +6,6 @@
 //! the original text with `toml::de::DeTable` and looked up by structural path, so an error found
 //! after overrides, in typed deserialization or in a semantic check still points at a line.
 
-use std::collections::HashMap;
 use std::ops::Range;
 
 use toml::de::{DeTable, DeValue};
@@ -50,36 +49,39 @@ pub(crate) fn element_name(array_key: &str, index: usize, element: &Value) -> Op
 /// The dotted form of `path` as people write it, naming array elements where they have a name
 /// in `root` (`link.forward.rate`), else by index (`route.0.link`).
 pub(crate) fn display_path(root: &Table, path: &[Seg]) -> String {
+    display_path_with(path, |prefix| {
+        let (first, rest) = prefix.split_first()?;
+        let Seg::Key(k) = first else { return None };
+        let mut v = root.get(k)?;
+        for seg in rest {
+            v = match seg {
+                Seg::Key(k) => v.get(k.as_str())?,
+                Seg::Index(n) => v.get(*n)?,
+            };
+        }
+        v.get("name").and_then(Value::as_str).map(str::to_owned)
+    })
+}
+
+/// [`display_path`] with the element names given by `name_at(prefix)` (the `name` of the
+/// element at `prefix`, which ends with an index), so that it works on any tree.
+fn display_path_with(path: &[Seg], name_at: impl Fn(&[Seg]) -> Option<String>) -> String {
     let mut out: Vec<String> = Vec::with_capacity(path.len());
-    let mut cursor: Option<&Value> = None;
     let mut last_key = "";
     for (i, seg) in path.iter().enumerate() {
         match seg {
             Seg::Key(k) => {
                 out.push(k.clone());
-                cursor = if i == 0 {
-                    root.get(k)
-                } else {
-                    cursor.and_then(|v| v.get(k.as_str()))
-                };
                 last_key = k;
             }
             Seg::Index(n) => {
-                let element = cursor.and_then(|v| v.get(*n));
-                let name = element.and_then(|e| element_name(last_key, *n, e));
+                let name = name_at(&path[..=i])
+                    .or_else(|| (last_key == "flow").then(|| format!("flow{}", n + 1)));
                 out.push(name.unwrap_or_else(|| n.to_string()));
-                cursor = element;
             }
         }
     }
     out.join(".")
-}
-
-/// Where a key and its value sit in the original text.
-#[derive(Clone, Debug)]
-struct Span {
-    key: Option<Range<usize>>,
-    value: Range<usize>,
 }
 
 /// Who set a value that did not come from the file.
@@ -93,18 +95,23 @@ pub(crate) enum Setter {
 }
 
 /// Everything needed to turn a structural path into a located [`ScenarioError`].
+///
+/// The text is parsed once, into `doc` (which borrows the text and keeps the span of every key
+/// and value); the [`Table`] the builder checks is converted from it. A span is found by walking
+/// `doc` along the path when an error needs it, so no per-key index is built.
 #[derive(Debug)]
 pub(crate) struct Sources<'a> {
     origin: &'a str,
     text: &'a str,
-    spans: HashMap<KeyPath, Span>,
+    doc: DeTable<'a>,
     /// Values replaced after parsing, in order of application; later ones win.
     setters: Vec<(KeyPath, Setter)>,
 }
 
 impl<'a> Sources<'a> {
-    /// Parse `text` for spans. A TOML syntax error is returned located at its span.
-    pub(crate) fn parse(origin: &'a str, text: &'a str) -> Result<Self, ScenarioError> {
+    /// Parse `text` once: the spans, and the table it holds. A TOML syntax error, a duplicate
+    /// key or a number that does not fit is returned located at its span.
+    pub(crate) fn parse(origin: &'a str, text: &'a str) -> Result<(Self, Table), ScenarioError> {
         let doc = DeTable::parse(text).map_err(|e| {
             let (line, column) = match e.span() {
                 Some(span) => {
@@ -113,22 +120,33 @@ impl<'a> Sources<'a> {
                 }
                 None => (None, None),
             };
-            invalid(
-                origin,
-                line,
-                column,
-                None,
-                format!("TOML syntax: {}", e.message().trim()),
-            )
+            let message = e.message().trim();
+            // toml says only "duplicate key": name it (the span is the repeated key).
+            let key = e
+                .span()
+                .filter(|_| message.starts_with("duplicate key"))
+                .and_then(|s| text.get(s))
+                .map(|k| k.trim().trim_matches(['"', '\'']).to_owned());
+            let message = if key.is_some() {
+                "duplicate key: each key may be set only once in a table".to_owned()
+            } else {
+                format!("TOML syntax: {message}")
+            };
+            invalid(origin, line, column, key, message)
         })?;
-        let mut spans = HashMap::new();
-        collect_table(doc.get_ref(), &mut Vec::new(), &mut spans);
-        Ok(Self {
+        let src = Self {
             origin,
             text,
-            spans,
+            doc: doc.into_inner(),
             setters: Vec::new(),
-        })
+        };
+        let mut path = Vec::new();
+        let table = convert_table(&src.doc, &mut path).map_err(|(path, message)| {
+            let key = (!path.is_empty()).then(|| src.display_in_file(&path));
+            let (line, column) = src.line_of(&path);
+            invalid(origin, line, column, key, message)
+        })?;
+        Ok((src, table))
     }
 
     /// Record that the value at `path` (and everything below it) was set by `setter`.
@@ -156,7 +174,7 @@ impl<'a> Sources<'a> {
         let key = (!path.is_empty()).then(|| display_path(root, path));
         let message = message.into();
         // A value replaced by an override: the override is to blame (latest first).
-        let exact_in_file = self.spans.contains_key(path);
+        let exact_in_file = self.span(path).is_some();
         let setter = self.setters.iter().rev().find(|(p, _)| {
             path.starts_with(p) || (!exact_in_file && p.starts_with(path) && !path.is_empty())
         });
@@ -200,21 +218,59 @@ impl<'a> Sources<'a> {
     /// Byte offset of the key at `path` in the text (`usize::MAX` when it is not in the file), for
     /// sorting keys in file order.
     pub(crate) fn position(&self, path: &[Seg]) -> usize {
-        self.spans.get(path).map_or(usize::MAX, |s| {
-            s.key.as_ref().map_or(s.value.start, |k| k.start)
-        })
+        self.span(path).map_or(usize::MAX, |s| s.start)
+    }
+
+    /// Span of the key at `path` in the text (of the value, for an array element), if the file
+    /// has it. Walks `doc`: one map lookup per segment.
+    fn span(&self, path: &[Seg]) -> Option<Range<usize>> {
+        let (first, rest) = path.split_first()?;
+        let Seg::Key(k) = first else { return None };
+        let (mut key, mut value) = self.doc.get_key_value(k.as_str())?;
+        let mut at = key.span();
+        for seg in rest {
+            match (seg, value.get_ref()) {
+                (Seg::Key(k), DeValue::Table(t)) => {
+                    (key, value) = t.get_key_value(k.as_str())?;
+                    at = key.span();
+                }
+                (Seg::Index(n), DeValue::Array(items)) => {
+                    value = items.get(*n)?;
+                    at = value.span();
+                }
+                _ => return None,
+            }
+        }
+        Some(at)
     }
 
     /// Line and column of the key at `path`, or of its nearest ancestor found in the file.
     fn line_of(&self, path: &[Seg]) -> (Option<usize>, Option<usize>) {
         (0..=path.len())
             .rev()
-            .find_map(|n| self.spans.get(&path[..n]))
+            .find_map(|n| self.span(&path[..n]))
             .map_or((None, None), |span| {
-                let at = span.key.as_ref().map_or(span.value.start, |k| k.start);
-                let (l, c) = line_col(self.text, at);
+                let (l, c) = line_col(self.text, span.start);
                 (Some(l), Some(c))
             })
+    }
+
+    /// [`display_path`] over the parsed text, for errors found before the table exists.
+    fn display_in_file(&self, path: &[Seg]) -> String {
+        display_path_with(path, |prefix| {
+            let (first, rest) = prefix.split_first()?;
+            let Seg::Key(k) = first else { return None };
+            let mut v = self.doc.get(k.as_str())?.get_ref();
+            for seg in rest {
+                v = match seg {
+                    Seg::Key(k) => v.get(k.as_str())?.get_ref(),
+                    Seg::Index(n) => v.get(*n)?.get_ref(),
+                };
+            }
+            v.get("name")
+                .and_then(|n| n.get_ref().as_str())
+                .map(str::to_owned)
+        })
     }
 }
 
@@ -234,40 +290,59 @@ fn invalid(
     }))
 }
 
-fn collect_table(table: &DeTable<'_>, path: &mut KeyPath, spans: &mut HashMap<KeyPath, Span>) {
+/// The parsed text as a [`Table`]; a number that does not fit is an error at its path.
+fn convert_table(table: &DeTable<'_>, path: &mut KeyPath) -> Result<Table, (KeyPath, String)> {
+    let mut out = Table::with_capacity(table.len());
     for (key, value) in table {
         path.push(Seg::Key(key.get_ref().to_string()));
-        spans.insert(
-            path.clone(),
-            Span {
-                key: Some(key.span()),
-                value: value.span(),
-            },
-        );
-        collect_value(value.get_ref(), path, spans);
+        let v = convert_value(value.get_ref(), path)?;
         path.pop();
+        out.insert(key.get_ref().to_string(), v);
     }
+    Ok(out)
 }
 
-fn collect_value(value: &DeValue<'_>, path: &mut KeyPath, spans: &mut HashMap<KeyPath, Span>) {
-    match value {
-        DeValue::Table(t) => collect_table(t, path, spans),
-        DeValue::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                path.push(Seg::Index(i));
-                spans.insert(
+fn convert_value(value: &DeValue<'_>, path: &mut KeyPath) -> Result<Value, (KeyPath, String)> {
+    Ok(match value {
+        DeValue::String(s) => Value::String(s.to_string()),
+        DeValue::Integer(i) => {
+            let Ok(n) = i64::from_str_radix(i.as_str(), i.radix()) else {
+                return Err((
                     path.clone(),
-                    Span {
-                        key: None,
-                        value: item.span(),
-                    },
-                );
-                collect_value(item.get_ref(), path, spans);
-                path.pop();
+                    format!(
+                        "the integer {i} does not fit in 64 bits (from {} to {})",
+                        i64::MIN,
+                        i64::MAX
+                    ),
+                ));
+            };
+            Value::Integer(n)
+        }
+        DeValue::Float(f) => {
+            let x: Option<f64> = f.as_str().parse().ok();
+            match x {
+                Some(x) if x.is_finite() || f.as_str().contains("inf") => Value::Float(x),
+                _ => {
+                    return Err((
+                        path.clone(),
+                        format!("the number {f} is too large for a 64-bit float"),
+                    ))
+                }
             }
         }
-        _ => {}
-    }
+        DeValue::Boolean(b) => Value::Boolean(*b),
+        DeValue::Datetime(d) => Value::Datetime(*d),
+        DeValue::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                path.push(Seg::Index(i));
+                out.push(convert_value(item.get_ref(), path)?);
+                path.pop();
+            }
+            Value::Array(out)
+        }
+        DeValue::Table(t) => Value::Table(convert_table(t, path)?),
+    })
 }
 
 /// Parse a dotted key as people write it into segments (no quoting: names must not contain

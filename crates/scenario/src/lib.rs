@@ -29,6 +29,12 @@ pub use spec::{
 
 use keys::{KeyPath, Seg, Setter, Sources};
 
+/// Largest scenario text accepted, in bytes (16 MiB). A 100 000-flow scenario is about 8 MB;
+/// loading costs about 10× the text in memory (docs/performance.md, "Scenario loading"), so
+/// this bounds what a file can make the loader allocate. A larger file is refused before it is
+/// read.
+pub const MAX_SCENARIO_BYTES: usize = 16 << 20;
+
 /// Most combinations a `[sweep]` may expand to; more is almost certainly a mistake.
 pub const MAX_SWEEP_POINTS: usize = 10_000;
 
@@ -49,10 +55,7 @@ pub struct Loaded {
 /// and expand its `[sweep]`. The default scenario name is the file stem.
 pub fn load_file(path: &Path, overrides: &[String]) -> Result<Loaded, ScenarioError> {
     let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
-        path: origin.clone(),
-        source,
-    })?;
+    let text = read_limited(path, &origin)?;
     let stem = path.file_stem().map_or_else(
         || "scenario".to_owned(),
         |s| s.to_string_lossy().into_owned(),
@@ -104,21 +107,59 @@ pub fn default_scenario_text() -> &'static str {
     include_str!("../../../scenarios/default.toml")
 }
 
+/// Read at most [`MAX_SCENARIO_BYTES`] of the file (plus one byte to tell that it is longer).
+fn read_limited(path: &Path, origin: &str) -> Result<String, ScenarioError> {
+    use std::io::Read as _;
+    let read_error = |source| ScenarioError::Read {
+        path: origin.to_owned(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(read_error)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SCENARIO_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() > MAX_SCENARIO_BYTES {
+        let size = std::fs::metadata(path).map_or(bytes.len() as u64, |m| m.len());
+        return Err(too_big(origin, size));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let offset = e.utf8_error().valid_up_to();
+        let text = String::from_utf8_lossy(&e.into_bytes()[..offset]).into_owned();
+        let (line, column) = error::line_col(&text, offset);
+        ScenarioError::Invalid(Box::new(Diagnostic {
+            origin: origin.to_owned(),
+            line: Some(line),
+            column: Some(column),
+            key: None,
+            message: "the file is not UTF-8 text (TOML files are UTF-8)".into(),
+        }))
+    })
+}
+
+fn too_big(origin: &str, size: u64) -> ScenarioError {
+    ScenarioError::Invalid(Box::new(Diagnostic {
+        origin: origin.to_owned(),
+        line: None,
+        column: None,
+        key: None,
+        message: format!(
+            "the scenario is {size} bytes; at most {MAX_SCENARIO_BYTES} bytes (16 MiB) are \
+             accepted (see docs/scenario.md, \"Limits\")"
+        ),
+    }))
+}
+
 fn load(
     text: &str,
     origin: &str,
     default_name: &str,
     overrides: &[String],
 ) -> Result<Loaded, ScenarioError> {
-    let mut src = Sources::parse(origin, text)?;
-    // Sources::parse accepted the text, so this parse succeeds too; map the error anyway.
-    let mut table: Table = text.parse().map_err(|e: toml::de::Error| {
-        src.error(
-            &Table::new(),
-            &[],
-            format!("TOML syntax: {}", e.message().trim()),
-        )
-    })?;
+    if text.len() > MAX_SCENARIO_BYTES {
+        return Err(too_big(origin, text.len() as u64));
+    }
+    let (mut src, mut table) = Sources::parse(origin, text)?;
 
     for assignment in overrides {
         let Some((key, value)) = assignment.split_once('=') else {
