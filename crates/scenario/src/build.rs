@@ -6,7 +6,7 @@
 //! satpep-proto (`LinkConfig`, `TcpConfig`) go through serde, with `serde_path_to_error` giving
 //! the path inside them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
 
 use satpep_proto::link::LinkConfig;
@@ -85,9 +85,11 @@ impl Builder<'_, '_> {
         let nodes = self.nodes()?;
         let mut links = self.links(&nodes)?;
         let dama = self.dama(&nodes, &mut links)?;
-        let routes = self.routes(&nodes, &links)?;
+        let link_index = index_by_name(links.iter().map(|l| l.name.as_str()));
+        let routes = self.routes(&nodes, &links, &link_index)?;
         let flows = self.flows(&nodes, &links, &routes, &default_tcp, duration)?;
-        let output = self.output(&links)?;
+        let output = self.output(&links, &link_index)?;
+        let nodes = nodes.specs;
         Ok(Scenario {
             name,
             seed,
@@ -121,20 +123,22 @@ impl Builder<'_, '_> {
         Ok(tcp)
     }
 
-    fn nodes(&self) -> Result<Vec<NodeSpec>> {
+    fn nodes(&self) -> Result<Nodes> {
         let elements = self.array_of_tables("node")?;
         if elements.is_empty() {
             return Err(self.err(
-                &[],
+                &key("node"),
                 "the scenario has no nodes: add [[node]] tables (at least two hosts)",
             ));
         }
         let mut nodes: Vec<NodeSpec> = Vec::with_capacity(elements.len());
+        let mut index: HashMap<String, usize> = HashMap::with_capacity(elements.len());
         let mut explicit: Vec<bool> = Vec::with_capacity(elements.len());
         for (i, t) in elements.iter().enumerate() {
             let path = join_index(&key("node"), i);
             self.check_keys(t, &path, NODE_KEYS)?;
-            let name = self.name(t, &path, nodes.iter().map(|n| n.name.as_str()), "node")?;
+            let name = self.name(t, &path, |n| index.contains_key(n), "node")?;
+            index.insert(name.clone(), i);
             let kind = self.get::<NodeKind>(t, &path, "kind")?.unwrap_or_default();
             let given = self.get::<Ipv4Addr>(t, &path, "address")?;
             explicit.push(given.is_some());
@@ -183,14 +187,19 @@ impl Builder<'_, '_> {
                 ),
             ));
         }
-        Ok(nodes)
+        Ok(Nodes {
+            specs: nodes,
+            index,
+        })
     }
 
-    fn links(&self, nodes: &[NodeSpec]) -> Result<Vec<LinkSpec>> {
+    fn links(&self, nodes: &Nodes) -> Result<Vec<LinkSpec>> {
         let mut links: Vec<LinkSpec> = Vec::new();
+        let mut taken: HashSet<String> = HashSet::new();
         for (i, t) in self.array_of_tables("link")?.iter().enumerate() {
             let path = join_index(&key("link"), i);
-            let name = self.name(t, &path, links.iter().map(|l| l.name.as_str()), "link")?;
+            let name = self.name(t, &path, |n| taken.contains(n), "link")?;
+            taken.insert(name.clone());
             let from = self.node_ref(t, &path, "from", nodes)?;
             let to = self.node_ref(t, &path, "to", nodes)?;
             if from == to {
@@ -219,7 +228,12 @@ impl Builder<'_, '_> {
         Ok(links)
     }
 
-    fn routes(&self, nodes: &[NodeSpec], links: &[LinkSpec]) -> Result<Vec<Vec<Option<usize>>>> {
+    fn routes(
+        &self,
+        nodes: &Nodes,
+        links: &[LinkSpec],
+        link_index: &HashMap<&str, usize>,
+    ) -> Result<Vec<Vec<Option<usize>>>> {
         let mut routes = routes::shortest(nodes.len(), links);
         for (i, t) in self.array_of_tables("route")?.iter().enumerate() {
             let path = join_index(&key("route"), i);
@@ -233,7 +247,7 @@ impl Builder<'_, '_> {
                 ));
             }
             let link_name = self.require::<String>(t, &path, "link")?;
-            let Some(link) = links.iter().position(|l| l.name == link_name) else {
+            let Some(&link) = link_index.get(link_name.as_str()) else {
                 return Err(self.err(
                     &join(&path, "link"),
                     unknown_name("link", &link_name, links.iter().map(|l| &l.name)),
@@ -255,21 +269,24 @@ impl Builder<'_, '_> {
 
     fn flows(
         &self,
-        nodes: &[NodeSpec],
+        nodes: &Nodes,
         links: &[LinkSpec],
         routes: &[Vec<Option<usize>>],
         default_tcp: &Table,
         duration: Duration,
     ) -> Result<Vec<FlowSpec>> {
         let mut flows: Vec<FlowSpec> = Vec::new();
+        let mut names: HashSet<String> = HashSet::new();
+        // (from, to, src_port, dst_port) → flow index, for the duplicate check.
+        let mut ends: HashMap<(usize, usize, u16, u16), usize> = HashMap::new();
         for (i, t) in self.array_of_tables("flow")?.iter().enumerate() {
             let path = join_index(&key("flow"), i);
             self.check_keys(t, &path, FLOW_KEYS)?;
             let name = match t.get("name") {
-                Some(_) => self.name(t, &path, flows.iter().map(|f| f.name.as_str()), "flow")?,
+                Some(_) => self.name(t, &path, |n| names.contains(n), "flow")?,
                 None => format!("flow{}", i + 1),
             };
-            if flows.iter().any(|f| f.name == name) {
+            if !names.insert(name.clone()) {
                 return Err(self.err(
                     &path,
                     format!("flow name `{name}` is used twice; names must be unique"),
@@ -305,15 +322,13 @@ impl Builder<'_, '_> {
             let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
             let dst_port = self.port(t, &path, "port", n.saturating_add(5000))?;
             let src_port = self.port(t, &path, "src_port", n.saturating_add(40000))?;
-            if let Some(other) = flows
-                .iter()
-                .find(|f| (f.from, f.to, f.src_port, f.dst_port) == (from, to, src_port, dst_port))
-            {
+            if let Some(&other) = ends.get(&(from, to, src_port, dst_port)) {
                 return Err(self.err(
                     &join(&path, "port"),
-                    format!("flow `{}` already uses these hosts and ports; set another `port` or `src_port`", other.name),
+                    format!("flow `{}` already uses these hosts and ports; set another `port` or `src_port`", flows[other].name),
                 ));
             }
+            ends.insert((from, to, src_port, dst_port), i);
             let app = self
                 .get::<AppSpec>(t, &path, "app")?
                 .unwrap_or(AppSpec::Bulk {
@@ -380,7 +395,7 @@ impl Builder<'_, '_> {
         })
     }
 
-    fn output(&self, links: &[LinkSpec]) -> Result<OutputSpec> {
+    fn output(&self, links: &[LinkSpec], link_index: &HashMap<&str, usize>) -> Result<OutputSpec> {
         let path = key("output");
         let mut out = OutputSpec::default();
         let Some(t) = self.root.get("output") else {
@@ -403,7 +418,7 @@ impl Builder<'_, '_> {
             .iter()
             .enumerate()
         {
-            let Some(link) = links.iter().position(|l| &l.name == name) else {
+            let Some(&link) = link_index.get(name.as_str()) else {
                 return Err(self.err(
                     &join_index(&join(&path, "pcap"), i),
                     unknown_name("link", name, links.iter().map(|l| &l.name)),
@@ -485,6 +500,19 @@ impl Builder<'_, '_> {
         let items = v
             .as_array()
             .ok_or_else(|| self.err(&key(k), format!("{}, got {}", expected(), type_name(v))))?;
+        let max = MAX_ELEMENTS
+            .iter()
+            .find(|(name, _)| *name == k)
+            .map_or(usize::MAX, |&(_, max)| max);
+        if items.len() > max {
+            return Err(self.err(
+                &key(k),
+                format!(
+                    "{} [[{k}]] tables; at most {max} are accepted (docs/scenario.md, \"Limits\")",
+                    items.len()
+                ),
+            ));
+        }
         let tables = items.iter().enumerate().map(|(i, item)| {
             item.as_table().ok_or_else(|| {
                 self.err(
@@ -496,12 +524,12 @@ impl Builder<'_, '_> {
         tables.collect()
     }
 
-    /// The element's required `name`: well formed and not among `taken`.
-    fn name<'n>(
+    /// The element's required `name`: well formed and not `taken`.
+    fn name(
         &self,
         t: &Table,
         path: &[Seg],
-        mut taken: impl Iterator<Item = &'n str>,
+        taken: impl Fn(&str) -> bool,
         what: &str,
     ) -> Result<String> {
         let name = self.require::<String>(t, path, "name")?;
@@ -511,7 +539,7 @@ impl Builder<'_, '_> {
                 format!("`{name}` is not a usable name: names are non-empty, without dots, `=` or spaces"),
             ));
         }
-        if taken.any(|n| n == name) {
+        if taken(&name) {
             return Err(self.err(
                 &join(path, "name"),
                 format!("{what} name `{name}` is used twice; names must be unique"),
@@ -521,9 +549,9 @@ impl Builder<'_, '_> {
     }
 
     /// A required key naming a node; returns the node's index.
-    fn node_ref(&self, t: &Table, path: &[Seg], k: &str, nodes: &[NodeSpec]) -> Result<usize> {
+    fn node_ref(&self, t: &Table, path: &[Seg], k: &str, nodes: &Nodes) -> Result<usize> {
         let name = self.require::<String>(t, path, k)?;
-        nodes.iter().position(|n| n.name == name).ok_or_else(|| {
+        nodes.index.get(&name).copied().ok_or_else(|| {
             self.err(
                 &join(path, k),
                 unknown_name("node", &name, nodes.iter().map(|n| &n.name)),
@@ -549,6 +577,43 @@ impl Builder<'_, '_> {
         }
         Ok(port)
     }
+}
+
+/// Most nodes a scenario may have: `Scenario::routes` has nodes² entries (64 MiB at 2048) and is
+/// computed by one breadth-first search per node.
+pub const MAX_NODES: usize = 2048;
+
+/// Most elements of each array of tables. Nodes: see [`MAX_NODES`]; links: the route search
+/// costs nodes × links; flows: about 10 KB of memory each once loaded (each holds its full TCP
+/// configuration, twice with `Loaded::resolved`), so 100 000 flows take about 1 GB.
+pub const MAX_ELEMENTS: [(&str, usize); 5] = [
+    ("node", MAX_NODES),
+    ("link", 16_384),
+    ("route", 100_000),
+    ("flow", 100_000),
+    ("dama", 1024),
+];
+
+/// The nodes, and their indices by name (so that references resolve in constant time).
+struct Nodes {
+    specs: Vec<NodeSpec>,
+    index: HashMap<String, usize>,
+}
+
+impl std::ops::Deref for Nodes {
+    type Target = [NodeSpec];
+    fn deref(&self) -> &[NodeSpec] {
+        &self.specs
+    }
+}
+
+/// Names to indices; the first of equal names wins (names are unique once checked).
+fn index_by_name<'n>(names: impl Iterator<Item = &'n str>) -> HashMap<&'n str, usize> {
+    let mut index = HashMap::new();
+    for (i, n) in names.enumerate() {
+        index.entry(n).or_insert(i);
+    }
+    index
 }
 
 fn key(k: &str) -> KeyPath {

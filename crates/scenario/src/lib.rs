@@ -27,6 +27,7 @@ pub use spec::{
     AppSpec, DamaSpec, FlowSpec, LinkSpec, NodeKind, NodeSpec, OutputSpec, Scenario, SweepPoint,
 };
 
+pub use build::{MAX_ELEMENTS, MAX_NODES};
 use keys::{KeyPath, Seg, Setter, Sources};
 
 /// Largest scenario text accepted, in bytes (16 MiB). A 100 000-flow scenario is about 8 MB;
