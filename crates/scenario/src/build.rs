@@ -18,6 +18,7 @@ use toml::{Table, Value};
 
 use crate::error::ScenarioError;
 use crate::keys::{join, join_index, KeyPath, Seg, Sources};
+use crate::names;
 use crate::routes::{self, TraceError};
 use crate::spec::{AppSpec, FlowSpec, LinkSpec, NodeKind, NodeSpec, OutputSpec, Scenario};
 
@@ -65,9 +66,16 @@ impl Builder<'_, '_> {
     fn scenario(&self, default_name: &str) -> Result<Scenario> {
         let root = self.root;
         self.check_keys(root, &[], ROOT_KEYS)?;
-        let name = self
-            .get::<String>(root, &[], "name")?
-            .unwrap_or_else(|| default_name.to_owned());
+        let name = match self.get::<String>(root, &[], "name")? {
+            Some(name) => {
+                if let Some(problem) = names::scenario_name_problem(&name) {
+                    return Err(self.err(&key("name"), problem));
+                }
+                name
+            }
+            // A file stem: one path component already; only its length may be off.
+            None => default_name.to_owned(),
+        };
         let seed = self.get::<u64>(root, &[], "seed")?.unwrap_or(1);
         let duration = self
             .get::<Duration>(root, &[], "duration")?
@@ -431,23 +439,8 @@ impl Builder<'_, '_> {
         out.pcap_per_link = self
             .get::<bool>(t, &path, "pcap_per_link")?
             .unwrap_or(out.pcap_per_link);
-        if out.pcap_per_link {
-            // Each captured link names a file `<link>.pcapng` in the run folder: a separator
-            // would put it elsewhere (or, with a leading `/`, anywhere).
-            for (i, &l) in out.pcap_links.iter().enumerate() {
-                let name = &links[l].name;
-                if name.contains(['/', '\\', '\0']) {
-                    return Err(self.err(
-                        &join_index(&join(&path, "pcap"), i),
-                        format!(
-                            "link `{name}` cannot name a file `{name}.pcapng`: with \
-                             `output.pcap_per_link = true` captured link names must not \
-                             contain `/` or `\\`"
-                        ),
-                    ));
-                }
-            }
-        }
+        // With `pcap_per_link` each captured link names a file `<link>.pcapng`: link names
+        // cannot hold a path separator (see `names`), so the file stays in the run folder.
         out.series = self.get::<bool>(t, &path, "series")?.unwrap_or(out.series);
         out.plots = self.get::<bool>(t, &path, "plots")?.unwrap_or(out.plots);
         Ok(out)
@@ -533,11 +526,8 @@ impl Builder<'_, '_> {
         what: &str,
     ) -> Result<String> {
         let name = self.require::<String>(t, path, "name")?;
-        if name.is_empty() || name.contains(|c: char| c == '.' || c == '=' || c.is_whitespace()) {
-            return Err(self.err(
-                &join(path, "name"),
-                format!("`{name}` is not a usable name: names are non-empty, without dots, `=` or spaces"),
-            ));
+        if let Some(problem) = names::element_name_problem(&name) {
+            return Err(self.err(&join(path, "name"), problem));
         }
         if taken(&name) {
             return Err(self.err(

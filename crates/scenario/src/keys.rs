@@ -76,12 +76,30 @@ fn display_path_with(path: &[Seg], name_at: impl Fn(&[Seg]) -> Option<String>) -
             }
             Seg::Index(n) => {
                 let name = name_at(&path[..=i])
+                    .map(|name| shown(&name))
                     .or_else(|| (last_key == "flow").then(|| format!("flow{}", n + 1)));
                 out.push(name.unwrap_or_else(|| n.to_string()));
             }
         }
     }
     out.join(".")
+}
+
+/// A name as it may be printed: control characters escaped (a name must not drive the
+/// terminal), cut at 40 characters.
+pub(crate) fn shown(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars().take(40) {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    if name.chars().count() > 40 {
+        out.push('…');
+    }
+    out
 }
 
 /// Who set a value that did not come from the file.

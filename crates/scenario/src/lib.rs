@@ -14,6 +14,7 @@
 mod build;
 mod error;
 mod keys;
+mod names;
 mod routes;
 mod spec;
 mod suggest;
@@ -29,6 +30,7 @@ pub use spec::{
 
 pub use build::{MAX_ELEMENTS, MAX_NODES};
 use keys::{KeyPath, Seg, Setter, Sources};
+pub use names::MAX_NAME_CHARS;
 
 /// Largest scenario text accepted, in bytes (16 MiB). A 100 000-flow scenario is about 8 MB;
 /// loading costs about 10× the text in memory (docs/performance.md, "Scenario loading"), so

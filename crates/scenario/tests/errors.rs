@@ -341,17 +341,62 @@ fn pcap_of_unknown_link() {
     check(&e, 20, "output.pcap.1", "unknown link `fwd`");
 }
 
+/// Names become file names (`<link>.pcapng`, plots, the results folder) and key path
+/// segments: each hostile kind is refused at the `name` key.
 #[test]
-fn pcap_per_link_of_a_link_whose_name_is_no_file_name() {
-    let text = MINI.replace("name = \"ab\"", "name = \"a/b\"");
+fn names_that_are_no_file_names_are_refused_at_the_key() {
+    let cases = [
+        ("a/b", "must not contain `/` or `\\`"),
+        ("..", "without dots"),
+        ("a\\\\b", "must not contain `/` or `\\`"),
+        ("/etc/passwd", "must not contain `/`"),
+        ("a\\u001b[2J", "control character U+001B"),
+        ("tab\there", "control character U+0009"),
+        ("", "non-empty"),
+    ];
+    for (written, why) in cases {
+        let text = MINI.replacen("name = \"ab\"", &format!("name = \"{written}\""), 1);
+        let e = err(&text, &[]);
+        assert_eq!(e.line(), Some(9), "{e}");
+        assert!(e.key().is_some_and(|k| k.ends_with(".name")), "{e}");
+        assert!(e.message().contains(why), "{written}: {e}");
+    }
+    let long = "x".repeat(65);
     let e = err(
-        &format!("{text}[output]\npcap = [\"ba\", \"a/b\"]\npcap_per_link = true\n"),
+        &MINI.replacen("name = \"a\"", &format!("name = \"{long}\""), 1),
         &[],
     );
-    check(&e, 20, "output.pcap.1", "cannot name a file `a/b.pcapng`");
-    // In the merged trace the name only labels an interface, so it is fine there.
-    let merged = format!("{text}[output]\npcap = [\"ba\", \"a/b\"]\n");
-    assert!(load_str(&merged, "geo.toml", &[]).is_ok());
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "geo.toml:2:1: key `node.{x40}….name`: `{x40}…` is not a usable name: it has 65 \
+             characters; names have at most 64",
+            x40 = "x".repeat(40)
+        )
+    );
+    // The flows' names too, and a --set is blamed as such.
+    let e = err(&format!("{MINI}name = \"f/1\"\n"), &[]);
+    check(&e, 19, "flow.f/1.name", "must not contain `/`");
+}
+
+/// The scenario's `name` names the results folder: `..` and separators are refused (it
+/// wrote outside `results/` before the CLI made the folder name path-safe).
+#[test]
+fn scenario_name_cannot_leave_the_results_folder() {
+    for (name, why) in [
+        ("../../escape", "must not contain `/`"),
+        ("/tmp/anywhere", "must not contain `/`"),
+        ("..", "contain `..`"),
+        (".hidden", "start with a dot"),
+    ] {
+        let e = err(&format!("name = \"{name}\"\n{MINI}"), &[]);
+        check(&e, 1, "name", why);
+    }
+    let e = err(MINI, &["name=../x"]);
+    assert_eq!(e.origin(), "--set 'name=../x'", "{e}");
+    // Spaces and single dots are fine in the scenario's name.
+    let l = load_str(&format!("name = \"GEO 1.5 Mbps\"\n{MINI}"), "geo.toml", &[]).unwrap();
+    assert_eq!(l.scenario.name, "GEO 1.5 Mbps");
 }
 
 #[test]
