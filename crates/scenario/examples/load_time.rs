@@ -10,7 +10,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let flows: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let hosts: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100);
-    let mut text = String::from("duration = \"10s\"\n[[node]]\nname = \"r\"\nkind = \"router\"\n");
+    let mut text = String::from("duration = \"10s\"\noutput = { interval = \"1s\" }\n[[node]]\nname = \"r\"\nkind = \"router\"\n");
     for h in 0..hosts {
         let _ = write!(
             text,

@@ -97,6 +97,7 @@ impl Builder<'_, '_> {
         let routes = self.routes(&nodes, &links, &link_index)?;
         let flows = self.flows(&nodes, &links, &routes, &default_tcp, duration)?;
         let output = self.output(&links, &link_index)?;
+        self.check_sampling(duration, &output, flows.len(), links.len())?;
         let nodes = nodes.specs;
         Ok(Scenario {
             name,
@@ -446,6 +447,55 @@ impl Builder<'_, '_> {
         Ok(out)
     }
 
+    /// The run samples every flow and link each `output.interval` until `duration` (and writes
+    /// a CSV row for each when `output.series`): refuse more than [`MAX_SERIES_ROWS`] rows,
+    /// naming the interval (or the duration, when the interval is the default) and the size.
+    fn check_sampling(
+        &self,
+        duration: Duration,
+        output: &OutputSpec,
+        flows: usize,
+        links: usize,
+    ) -> Result<()> {
+        let interval = output.interval.as_nanos().max(1);
+        let samples = u128::from(duration.as_nanos() / interval) + 1;
+        let series = (flows + links) as u128;
+        let rows = samples * series;
+        if rows <= u128::from(MAX_SERIES_ROWS) {
+            return Ok(());
+        }
+        // flows.csv rows are about 100 bytes, links.csv rows about 40 (docs/outputs.md).
+        let bytes = samples * (flows as u128 * 100 + links as u128 * 40);
+        let needed = u128::from(duration.as_nanos()) * series / u128::from(MAX_SERIES_ROWS) + 1;
+        let needed = Duration::from_nanos(round_up_nice(u64::try_from(needed).unwrap_or(u64::MAX)));
+        let written = self
+            .root
+            .get("output")
+            .and_then(|o| o.get("interval"))
+            .is_some();
+        let at = if written {
+            vec![Seg::Key("output".into()), Seg::Key("interval".into())]
+        } else {
+            key("duration")
+        };
+        let what = if output.series {
+            format!(" (about {} of CSV)", human_bytes(bytes))
+        } else {
+            String::new()
+        };
+        Err(self.err(
+            &at,
+            format!(
+                "sampling {} and {} every {} for {duration} makes {rows} \
+                 rows{what}; at most {MAX_SERIES_ROWS} are accepted: set `output.interval` to \
+                 {needed} or more, or shorten `duration`",
+                count(flows, "flow"),
+                count(links, "link"),
+                output.interval
+            ),
+        ))
+    }
+
     // --- helpers -------------------------------------------------------------------------
 
     fn err(&self, path: &[Seg], message: impl Into<String>) -> ScenarioError {
@@ -566,6 +616,45 @@ impl Builder<'_, '_> {
             ));
         }
         Ok(port)
+    }
+}
+
+/// Most time-series rows a run may sample: (duration / `output.interval` + 1) × (flows + links).
+/// 10⁷ rows are about 1 GB of `flows.csv`; the default scenario samples 54 009.
+pub const MAX_SERIES_ROWS: u64 = 10_000_000;
+
+/// `ns` rounded up to whole milliseconds (from 1 ms), microseconds (from 1 µs) or nanoseconds.
+fn round_up_nice(ns: u64) -> u64 {
+    let unit = match ns {
+        1_000_000.. => 1_000_000,
+        1_000.. => 1_000,
+        _ => 1,
+    };
+    ns.div_ceil(unit).saturating_mul(unit)
+}
+
+/// "1 flow", "2 flows".
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// `bytes` as "12 MB", "3.4 GB" (powers of 1000).
+fn human_bytes(bytes: u128) -> String {
+    let units = ["B", "kB", "MB", "GB", "TB", "PB", "EB"];
+    let mut v = bytes as f64;
+    let mut i = 0;
+    while v >= 1000.0 && i + 1 < units.len() {
+        v /= 1000.0;
+        i += 1;
+    }
+    if i == 0 || v >= 100.0 {
+        format!("{v:.0} {}", units[i])
+    } else {
+        format!("{v:.1} {}", units[i])
     }
 }
 

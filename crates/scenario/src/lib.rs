@@ -28,7 +28,7 @@ pub use spec::{
     AppSpec, DamaSpec, FlowSpec, LinkSpec, NodeKind, NodeSpec, OutputSpec, Scenario, SweepPoint,
 };
 
-pub use build::{MAX_ELEMENTS, MAX_NODES};
+pub use build::{MAX_ELEMENTS, MAX_NODES, MAX_SERIES_ROWS};
 use keys::{KeyPath, Seg, Setter, Sources};
 pub use names::MAX_NAME_CHARS;
 

@@ -410,3 +410,28 @@ fn names_with_dots_are_rejected() {
     let text = MINI.replacen("name = \"ab\"", "name = \"a.b\"", 1);
     check(&err(&text, &[]), 9, "link.a.b.name", "without dots");
 }
+
+/// `output.interval = "1ns"` filled the disk (1.1 GB of CSV a minute): the rows a run would
+/// sample are bounded, and the error names the key, the size and the interval that would do.
+#[test]
+fn sampling_volume_is_bounded() {
+    let e = err(&format!("{MINI}[output]\ninterval = \"1ns\"\n"), &[]);
+    assert_eq!(
+        e.to_string(),
+        "geo.toml:20:1: key `output.interval`: sampling 1 flow and 2 links every 1ns for 60s \
+         makes 180000000003 rows (about 10.8 TB of CSV); at most 10000000 are accepted: set \
+         `output.interval` to 19us or more, or shorten `duration`"
+    );
+    // A long run at the default interval is blamed on `duration`; without series the samples
+    // still cost time, so the bound holds, without the size.
+    let e = err(
+        &format!("duration = \"100h\"\n{MINI}[output]\nseries = false\n"),
+        &[],
+    );
+    check(&e, 1, "duration", "makes 108000003 rows; at most 10000000");
+    let e = err(MINI, &["output.interval=1us"]);
+    assert_eq!(e.origin(), "--set 'output.interval=1us'", "{e}");
+    // The interval the message proposes loads; one below it does not.
+    assert!(load_str(MINI, "geo.toml", &["output.interval=19us".into()]).is_ok());
+    assert!(load_str(MINI, "geo.toml", &["output.interval=18us".into()]).is_err());
+}
