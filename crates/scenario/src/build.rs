@@ -220,7 +220,9 @@ impl Builder<'_, '_> {
             }
             let config =
                 typed_rel::<LinkConfig>(&Value::Table(rest)).map_err(|(rel, mut msg)| {
-                    if msg.starts_with("unknown field") {
+                    // An unknown key of the link table itself (not of its `queue` or `error`):
+                    // the link's own keys are allowed there too.
+                    if msg.starts_with("unknown field") && rel.len() == 1 {
                         msg.push_str(", `name`, `from` or `to`");
                     }
                     self.err(&[path.clone(), rel].concat(), msg)
@@ -712,7 +714,23 @@ fn typed_rel<T: DeserializeOwned>(value: &Value) -> std::result::Result<T, RelEr
                     _ => None,
                 })
                 .collect();
-            (rel, e.inner().message().trim().to_owned())
+            let mut rel: KeyPath = rel;
+            let msg = e.inner().message().trim().to_owned();
+            // Inside an internally tagged enum (a link's `error`, a middlebox) serde loses the
+            // path at the enum: point at the unknown key itself when the table holds it.
+            if let Some(word) = msg
+                .strip_prefix("unknown field `")
+                .and_then(|rest| rest.split('`').next())
+            {
+                let table = rel.iter().try_fold(value, |v, seg| match seg {
+                    Seg::Key(k) => v.get(k.as_str()),
+                    Seg::Index(n) => v.get(*n),
+                });
+                if table.is_some_and(|t| t.as_table().is_some_and(|t| t.contains_key(word))) {
+                    rel.push(Seg::Key(word.to_owned()));
+                }
+            }
+            (rel, msg)
         },
     )
 }
@@ -766,6 +784,13 @@ fn check_tcp(c: &TcpConfig) -> std::result::Result<(), RelError> {
         return fail(
             "delack_segments",
             "delack_segments must be at least 1 (1 = acknowledge every segment)".into(),
+        );
+    }
+    if c.abc_segments == 0 {
+        return fail(
+            "abc_segments",
+            "abc_segments must be at least 1 segment per ACK (1 = RFC 5681, 2 = RFC 3465's L)"
+                .into(),
         );
     }
     if c.dupthresh == 0 {

@@ -143,8 +143,8 @@ impl<'a> Sources<'a> {
             let key = e
                 .span()
                 .filter(|_| message.starts_with("duplicate key"))
-                .and_then(|s| text.get(s))
-                .map(|k| k.trim().trim_matches(['"', '\'']).to_owned());
+                .and_then(|s| Some((text.get(s.clone())?, s.start)))
+                .map(|(k, at)| duplicate_key_path(origin, text, k.trim().trim_matches(['"', '\'']), at));
             let message = if key.is_some() {
                 "duplicate key: each key may be set only once in a table".to_owned()
             } else {
@@ -170,6 +170,14 @@ impl<'a> Sources<'a> {
     /// Record that the value at `path` (and everything below it) was set by `setter`.
     pub(crate) fn record(&mut self, path: KeyPath, setter: Setter) {
         self.setters.push((path, setter));
+    }
+
+    /// The `--set` assignment that already set exactly `path`, if any.
+    pub(crate) fn cli_setter_of(&self, path: &[Seg]) -> Option<&str> {
+        self.setters.iter().find_map(|(p, s)| match s {
+            Setter::Cli(assignment) if p == path => Some(assignment.as_str()),
+            _ => None,
+        })
     }
 
     /// Forget setters recorded after the first `keep` (used between sweep points).
@@ -290,6 +298,53 @@ impl<'a> Sources<'a> {
                 .map(str::to_owned)
         })
     }
+}
+
+/// The full dotted path of a key written twice, `word` being the repeated key at byte `at`: the
+/// first `word` before `at` in the document toml recovers (the repeated one is left out of it).
+fn duplicate_key_path(origin: &str, text: &str, word: &str, at: usize) -> String {
+    fn search(
+        table: &DeTable<'_>,
+        word: &str,
+        at: usize,
+        path: &mut KeyPath,
+        best: &mut Option<(usize, KeyPath)>,
+    ) {
+        for (k, v) in table {
+            path.push(Seg::Key(k.get_ref().to_string()));
+            let start = k.span().start;
+            if k.get_ref() == word && start < at && best.as_ref().is_none_or(|(b, _)| start > *b) {
+                *best = Some((start, path.clone()));
+            }
+            match v.get_ref() {
+                DeValue::Table(t) => search(t, word, at, path, best),
+                DeValue::Array(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        if let DeValue::Table(t) = item.get_ref() {
+                            path.push(Seg::Index(i));
+                            search(t, word, at, path, best);
+                            path.pop();
+                        }
+                    }
+                }
+                _ => {}
+            }
+            path.pop();
+        }
+    }
+    let (doc, _) = DeTable::parse_recoverable(text);
+    let mut best = None;
+    search(doc.get_ref(), word, at, &mut Vec::new(), &mut best);
+    let Some((_, path)) = best else {
+        return word.to_owned();
+    };
+    let partial = Sources {
+        origin,
+        text,
+        doc: doc.into_inner(),
+        setters: Vec::new(),
+    };
+    partial.display_in_file(&path)
 }
 
 fn invalid(

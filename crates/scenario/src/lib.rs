@@ -172,8 +172,18 @@ fn load(
                 "expected KEY=VALUE, e.g. --set link.forward.rate=2Mbps",
             ));
         };
+        if let Some(msg) = renames_an_element(key) {
+            return Err(src.cli_error(assignment, Some(key.trim().to_owned()), msg));
+        }
         let path = keys::set_path(&mut table, key, keys::parse_value(value))
             .map_err(|msg| src.cli_error(assignment, Some(key.trim().to_owned()), msg))?;
+        if let Some(earlier) = src.cli_setter_of(&path) {
+            return Err(src.cli_error(
+                assignment,
+                Some(key.trim().to_owned()),
+                format!("the same key is set by --set '{earlier}' too; give each key once"),
+            ));
+        }
         src.record(path, Setter::Cli(assignment.clone()));
     }
 
@@ -217,6 +227,12 @@ fn sweep_keys(
             name.push(k.clone());
             let mut p = path.clone();
             p.push(Seg::Key(k));
+            if name.first().is_some_and(|k| k == "sweep") {
+                return Err(src.error(root, &p, "a sweep cannot vary the `[sweep]` table itself"));
+            }
+            if let Some(msg) = renames_an_element(&name.join(".")) {
+                return Err(src.error(root, &p, msg));
+            }
             match v {
                 Value::Table(t) => stack.push((name, p, t)),
                 Value::Array(values) if !values.is_empty() => out.push(SweepKey { key: name.join("."), at: p, values }),
@@ -233,6 +249,20 @@ fn sweep_keys(
     // The stack visits nested tables after their siblings; put keys back in file order.
     out.sort_by_key(|k| src.position(&k.at));
     Ok(out)
+}
+
+/// Why a `--set` or `[sweep]` key must not change a value, when it names the `name` of a node,
+/// link or DAMA link: other keys refer to those by name, so renaming one breaks them all (and
+/// the error would blame the file's references).
+fn renames_an_element(key: &str) -> Option<String> {
+    let parts: Vec<&str> = key.split('.').map(str::trim).collect();
+    match parts.as_slice() {
+        [array @ ("node" | "link" | "dama"), element, "name"] => Some(format!(
+            "`{array}.{element}.name` renames a {array} that other keys refer to by name; \
+             rename it in the file (names cannot be overridden or swept)"
+        )),
+        _ => None,
+    }
 }
 
 /// Every combination of the sweep values, validated; the first key varies slowest.

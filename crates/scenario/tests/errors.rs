@@ -435,3 +435,131 @@ fn sampling_volume_is_bounded() {
     assert!(load_str(MINI, "geo.toml", &["output.interval=19us".into()]).is_ok());
     assert!(load_str(MINI, "geo.toml", &["output.interval=18us".into()]).is_err());
 }
+
+/// Numbers that do not fit, and duplicate keys, had no line or no key (issue 15).
+#[test]
+fn numbers_that_do_not_fit_and_duplicate_keys_are_located() {
+    let e = err(&format!("seed = 99999999999999999999999\n{MINI}"), &[]);
+    assert_eq!(
+        e.to_string(),
+        "geo.toml:1:1: key `seed`: the integer 99999999999999999999999 does not fit in 64 bits \
+         (from -9223372036854775808 to 9223372036854775807)"
+    );
+    let e = err(
+        &with_link_keys("queue = { limit_packets = 0x1_0000_0000_0000_0000 }\n"),
+        &[],
+    );
+    check(
+        &e,
+        12,
+        "link.ab.queue.limit_packets",
+        "0x10000000000000000 does not fit",
+    );
+    let e = err(
+        &with_link_keys("error = { model = \"per\", per = 1e999 }\n"),
+        &[],
+    );
+    check(
+        &e,
+        12,
+        "link.ab.error.per",
+        "1e999 is too large for a 64-bit float",
+    );
+    // A huge float where a duration goes: shown as written, not as 301 digits.
+    let e = err(&format!("duration = 1e300\n{MINI}"), &[]);
+    assert_eq!(
+        e.to_string(),
+        "geo.toml:1:1: key `duration`: `1e300` is too large"
+    );
+    let e = err(&format!("seed = 1\nseed = 2\n{MINI}"), &[]);
+    assert_eq!(
+        e.to_string(),
+        "geo.toml:2:1: key `seed`: duplicate key: each key may be set only once in a table"
+    );
+    let e = err(&with_link_keys("rate = \"1Mbps\"\nrate = \"2Mbps\"\n"), &[]);
+    check(&e, 13, "link.ab.rate", "duplicate key");
+}
+
+/// An unknown key inside a link's `queue` or `error` lists the keys of that table only (it
+/// listed the link's `name`, `from`, `to` too), and points at the key itself.
+#[test]
+fn unknown_key_in_an_inner_table_lists_only_that_tables_keys() {
+    let e = err(
+        &with_link_keys("queue = { kind = \"drop_tail\", limt = 3 }\n"),
+        &[],
+    );
+    assert_eq!(
+        e.to_string(),
+        "geo.toml:12:31: key `link.ab.queue.limt`: unknown field `limt`, expected one of \
+         `kind`, `limit_packets`, `limit_bytes`, `ack`"
+    );
+    let e = err(
+        &with_link_keys("error = { model = \"per\", pr = 0.1 }\n"),
+        &[],
+    );
+    assert_eq!(
+        e.to_string(),
+        "geo.toml:12:26: key `link.ab.error.pr`: unknown field `pr`, expected `per` (did you \
+         mean `per`?)"
+    );
+    // At the link's own level, the link's own keys are still listed.
+    let e = err(&with_link_keys("form = \"a\"\n"), &[]);
+    assert!(
+        e.message()
+            .contains("`name`, `from` or `to` (did you mean `from`?)"),
+        "{e}"
+    );
+}
+
+/// Accepted silently before (issue 15): each is refused, at the key.
+#[test]
+fn silent_cases_are_refused() {
+    // A sweep of the [sweep] table itself.
+    let e = err(&format!("{MINI}[sweep]\nsweep = [1, 2]\n"), &[]);
+    assert_eq!(
+        e.to_string(),
+        "geo.toml:20:1: key `sweep.sweep`: a sweep cannot vary the `[sweep]` table itself"
+    );
+    // abc_segments = 0 (slow start would never grow the window).
+    let e = err(&format!("{MINI}tcp = {{ abc_segments = 0 }}\n"), &[]);
+    check(
+        &e,
+        19,
+        "flow.flow1.tcp.abc_segments",
+        "at least 1 segment per ACK",
+    );
+    // The same key twice on the command line: which one was meant?
+    let e = err(MINI, &["seed=3", "seed=4"]);
+    assert_eq!(
+        e.to_string(),
+        "--set 'seed=4': key `seed`: the same key is set by --set 'seed=3' too; give each key once"
+    );
+    let e = err(MINI, &["link.ab.rate=1Mbps", "link.0.rate=2Mbps"]);
+    assert!(e.message().contains("--set 'link.ab.rate=1Mbps'"), "{e}");
+}
+
+/// Sweeping or overriding a node's name broke every reference to it and the error blamed the
+/// file ("unknown node"); it is refused at the sweep key or the `--set`.
+#[test]
+fn renaming_an_element_by_sweep_or_set_is_refused() {
+    let e = err(
+        &format!("{MINI}[sweep]\n\"node.a.name\" = [\"x\", \"y\"]\n"),
+        &[],
+    );
+    assert_eq!(
+        e.to_string(),
+        "geo.toml:20:1: key `sweep.node.a.name`: `node.a.name` renames a node that other keys \
+         refer to by name; rename it in the file (names cannot be overridden or swept)"
+    );
+    let e = err(MINI, &["link.ab.name=x"]);
+    assert_eq!(e.origin(), "--set 'link.ab.name=x'", "{e}");
+    // `--set node=[]` names the --set, not the file.
+    let e = err(MINI, &["node=[]"]);
+    assert_eq!(
+        e.to_string(),
+        "--set 'node=[]': key `node`: the scenario has no nodes: add [[node]] tables (at least \
+         two hosts)"
+    );
+    // Flows are not referred to by name: renaming one is fine.
+    assert!(load_str(MINI, "geo.toml", &["flow.flow1.name=bulk".into()]).is_ok());
+}

@@ -38,7 +38,7 @@ impl Builder<'_, '_> {
             }
             let config =
                 typed_rel::<DamaConfig>(&Value::Table(rest)).map_err(|(rel, mut msg)| {
-                    if msg.starts_with("unknown field") {
+                    if msg.starts_with("unknown field") && rel.len() == 1 {
                         msg.push_str(", `name`, `gateway` or `terminals`");
                     }
                     self.err(&[path.clone(), rel].concat(), msg)
