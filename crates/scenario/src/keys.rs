@@ -144,7 +144,9 @@ impl<'a> Sources<'a> {
                 .span()
                 .filter(|_| message.starts_with("duplicate key"))
                 .and_then(|s| Some((text.get(s.clone())?, s.start)))
-                .map(|(k, at)| duplicate_key_path(origin, text, k.trim().trim_matches(['"', '\'']), at));
+                .map(|(k, at)| {
+                    duplicate_key_path(origin, text, k.trim().trim_matches(['"', '\'']), at)
+                });
             let message = if key.is_some() {
                 "duplicate key: each key may be set only once in a table".to_owned()
             } else {

@@ -192,6 +192,7 @@ fn load(
         None => Vec::new(),
     };
     let scenario = build::build(&src, &table, default_name)?;
+    check_sweep_memory(&src, &table, &scenario, &sweep)?;
     let points = sweep_points(&mut src, &table, default_name, &sweep)?;
     Ok(Loaded {
         resolved: scenario.to_table(),
@@ -263,6 +264,46 @@ fn renames_an_element(key: &str) -> Option<String> {
         )),
         _ => None,
     }
+}
+
+/// Most memory the scenarios of a `[sweep]` may take together (1 GiB), estimated from the base
+/// scenario: every point is built and checked at load, and each holds its own nodes, links,
+/// flows and routing table (nodes² entries).
+pub const MAX_SWEEP_BYTES: u64 = 1 << 30;
+
+fn check_sweep_memory(
+    src: &Sources<'_>,
+    root: &Table,
+    base: &Scenario,
+    sweep: &[SweepKey],
+) -> Result<(), ScenarioError> {
+    use std::mem::size_of;
+    if sweep.is_empty() {
+        return Ok(());
+    }
+    let points = sweep
+        .iter()
+        .fold(1u64, |acc, k| acc.saturating_mul(k.values.len() as u64));
+    let n = base.nodes.len() as u64;
+    let per_point = n * size_of::<NodeSpec>() as u64
+        + n * n * size_of::<Option<usize>>() as u64
+        + base.links.len() as u64 * size_of::<LinkSpec>() as u64
+        + base.flows.len() as u64 * size_of::<FlowSpec>() as u64;
+    let total = points.saturating_mul(per_point);
+    if total <= MAX_SWEEP_BYTES {
+        return Ok(());
+    }
+    Err(src.error(
+        root,
+        &[Seg::Key("sweep".into())],
+        format!(
+            "the sweep builds {points} scenarios of about {} MiB each ({} MiB in all); at most \
+             {} MiB are accepted: sweep fewer values or use a smaller scenario",
+            per_point >> 20,
+            total >> 20,
+            MAX_SWEEP_BYTES >> 20
+        ),
+    ))
 }
 
 /// Every combination of the sweep values, validated; the first key varies slowest.

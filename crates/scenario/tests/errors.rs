@@ -563,3 +563,37 @@ fn renaming_an_element_by_sweep_or_set_is_refused() {
     // Flows are not referred to by name: renaming one is fine.
     assert!(load_str(MINI, "geo.toml", &["flow.flow1.name=bulk".into()]).is_ok());
 }
+
+/// Sizes a small file could blow up: more elements than the routing table or memory allow, and
+/// a sweep whose points together would not fit in memory.
+#[test]
+fn element_counts_and_sweep_memory_are_bounded() {
+    let nodes: String = (0..2046)
+        .map(|i| format!("[[node]]\nname = \"n{i}\"\n"))
+        .collect();
+    let e = err(&format!("{MINI}{nodes}"), &[]);
+    assert_eq!(
+        e.to_string(),
+        "geo.toml:1:3: key `node`: 2049 [[node]] tables; at most 2048 are accepted \
+         (docs/scenario.md, \"Limits\")"
+    );
+    let nodes: String = (0..1021)
+        .map(|i| format!("[[node]]\nname = \"n{i}\"\n"))
+        .collect();
+    let seeds: Vec<String> = (0..100).map(|i| i.to_string()).collect();
+    let text = format!("{MINI}{nodes}[sweep]\nseed = [{}]\n", seeds.join(", "));
+    let e = err(&text, &[]);
+    let line = text.lines().count() - 1;
+    check(
+        &e,
+        line,
+        "sweep",
+        "the sweep builds 100 scenarios of about 16 MiB each",
+    );
+    assert!(
+        e.message().ends_with(
+            "at most 1024 MiB are accepted: sweep fewer values or use a smaller scenario"
+        ),
+        "{e}"
+    );
+}
