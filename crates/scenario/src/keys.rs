@@ -356,13 +356,31 @@ fn invalid(
     key: Option<String>,
     message: String,
 ) -> ScenarioError {
+    // Messages quote what was written; a value must not drive the terminal that prints them.
     ScenarioError::Invalid(Box::new(Diagnostic {
-        origin: origin.to_owned(),
+        origin: escape_controls(origin),
         line,
         column,
-        key,
-        message: crate::suggest::did_you_mean(message),
+        key: key.map(|k| escape_controls(&k)),
+        message: escape_controls(&crate::suggest::did_you_mean(message)),
     }))
+}
+
+/// `text` with control characters (newlines, escapes) written as `\n`, `\u{1b}`.
+fn escape_controls(text: &str) -> String {
+    if !text.contains(char::is_control) {
+        return text.to_owned();
+    }
+    text.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
 }
 
 /// The parsed text as a [`Table`]; a number that does not fit is an error at its path.
