@@ -168,3 +168,22 @@ proptest! {
         }
     }
 }
+
+/// A file that is not UTF-8 is refused at the first bad byte, not with "stream did not contain
+/// valid UTF-8" and no line.
+#[test]
+fn non_utf8_file_is_located() {
+    let dir = std::env::temp_dir().join(format!("satpep-utf8-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("latin1.toml");
+    std::fs::write(&path, b"seed = 1\nname = \"caf\xe9\"\n").unwrap();
+    let e = load_file(&path, &[]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}:2:12: the file is not UTF-8 text (TOML files are UTF-8)",
+            path.display()
+        )
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
