@@ -201,7 +201,7 @@ fn hostile_scenarios_exit_2_before_running() {
         ),
         (
             &["sim", "huge.toml"],
-            "huge.toml: the scenario is 17000000 bytes; at most 16777216 bytes",
+            "huge.toml: the file is 17000000 bytes; at most 16777216 bytes (16 MiB)",
         ),
         (
             &["sim", "--set", "node=[]"],

@@ -35,11 +35,13 @@ fn main() {
     let elapsed = t0.elapsed();
     match loaded {
         Ok(l) => println!(
-            "{} flows, {} nodes, {} bytes: loaded in {:.3} s",
+            "{} flows, {} nodes, {} bytes: loaded in {:.3} s; run.json's scenario is {} bytes \
+             of TOML",
             l.scenario.flows.len(),
             l.scenario.nodes.len(),
             text.len(),
-            elapsed.as_secs_f64()
+            elapsed.as_secs_f64(),
+            toml::to_string(&l.resolved).map_or(0, |t| t.len())
         ),
         Err(e) => println!("refused in {:.3} s: {e}", elapsed.as_secs_f64()),
     }

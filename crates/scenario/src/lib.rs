@@ -38,6 +38,10 @@ pub use names::MAX_NAME_CHARS;
 /// read.
 pub const MAX_SCENARIO_BYTES: usize = 16 << 20;
 
+/// Largest `run.json` accepted for a replay (512 MiB): it spells out every default, about
+/// 1 KB per flow, so a run at the element limits fits.
+pub const MAX_RUN_JSON_BYTES: usize = 512 << 20;
+
 /// Most combinations a `[sweep]` may expand to; more is almost certainly a mistake.
 pub const MAX_SWEEP_POINTS: usize = 10_000;
 
@@ -58,12 +62,12 @@ pub struct Loaded {
 /// and expand its `[sweep]`. The default scenario name is the file stem.
 pub fn load_file(path: &Path, overrides: &[String]) -> Result<Loaded, ScenarioError> {
     let origin = path.display().to_string();
-    let text = read_limited(path, &origin)?;
+    let text = read_limited(path, &origin, MAX_SCENARIO_BYTES)?;
     let stem = path.file_stem().map_or_else(
         || "scenario".to_owned(),
         |s| s.to_string_lossy().into_owned(),
     );
-    load(&text, &origin, &stem, overrides)
+    load(&text, &origin, &stem, overrides, MAX_SCENARIO_BYTES)
 }
 
 /// Load a scenario from `text`; `origin` names it in error messages (a file name, or
@@ -78,7 +82,7 @@ pub fn load_str(text: &str, origin: &str, overrides: &[String]) -> Result<Loaded
             |s| s.to_string_lossy().into_owned(),
         )
     };
-    load(text, origin, &stem, overrides)
+    load(text, origin, &stem, overrides, MAX_SCENARIO_BYTES)
 }
 
 /// Load the scenario recorded in a `run.json` (its `"scenario"` object: every key resolved),
@@ -89,10 +93,7 @@ pub fn load_run_json(path: &Path) -> Result<Loaded, ScenarioError> {
         path: origin.clone(),
         message,
     };
-    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
-        path: origin.clone(),
-        source,
-    })?;
+    let text = read_limited(path, &origin, MAX_RUN_JSON_BYTES)?;
     let run: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
     let scenario = run
@@ -101,7 +102,15 @@ pub fn load_run_json(path: &Path) -> Result<Loaded, ScenarioError> {
     let table = Table::try_from(scenario).map_err(|e| bad(format!("\"scenario\": {e}")))?;
     let toml_text =
         toml::to_string(&table).map_err(|e| bad(format!("\"scenario\" as TOML: {e}")))?;
-    load(&toml_text, &format!("{origin} (scenario)"), "scenario", &[])
+    // Every default is spelled out there (about 700 bytes per flow), so the text may exceed
+    // MAX_SCENARIO_BYTES for a scenario that was within it; the element limits still hold.
+    load(
+        &toml_text,
+        &format!("{origin} (scenario)"),
+        "scenario",
+        &[],
+        usize::MAX,
+    )
 }
 
 /// The built-in scenario (`scenarios/default.toml`): a GEO path with a slow return link and
@@ -110,8 +119,8 @@ pub fn default_scenario_text() -> &'static str {
     include_str!("../../../scenarios/default.toml")
 }
 
-/// Read at most [`MAX_SCENARIO_BYTES`] of the file (plus one byte to tell that it is longer).
-fn read_limited(path: &Path, origin: &str) -> Result<String, ScenarioError> {
+/// Read at most `limit` bytes of the file (plus one byte to tell that it is longer).
+fn read_limited(path: &Path, origin: &str, limit: usize) -> Result<String, ScenarioError> {
     use std::io::Read as _;
     let read_error = |source| ScenarioError::Read {
         path: origin.to_owned(),
@@ -119,12 +128,12 @@ fn read_limited(path: &Path, origin: &str) -> Result<String, ScenarioError> {
     };
     let file = std::fs::File::open(path).map_err(read_error)?;
     let mut bytes = Vec::new();
-    file.take(MAX_SCENARIO_BYTES as u64 + 1)
+    file.take(limit as u64 + 1)
         .read_to_end(&mut bytes)
         .map_err(read_error)?;
-    if bytes.len() > MAX_SCENARIO_BYTES {
+    if bytes.len() > limit {
         let size = std::fs::metadata(path).map_or(bytes.len() as u64, |m| m.len());
-        return Err(too_big(origin, size));
+        return Err(too_big(origin, size, limit));
     }
     String::from_utf8(bytes).map_err(|e| {
         let offset = e.utf8_error().valid_up_to();
@@ -140,15 +149,16 @@ fn read_limited(path: &Path, origin: &str) -> Result<String, ScenarioError> {
     })
 }
 
-fn too_big(origin: &str, size: u64) -> ScenarioError {
+fn too_big(origin: &str, size: u64, limit: usize) -> ScenarioError {
     ScenarioError::Invalid(Box::new(Diagnostic {
         origin: origin.to_owned(),
         line: None,
         column: None,
         key: None,
         message: format!(
-            "the scenario is {size} bytes; at most {MAX_SCENARIO_BYTES} bytes (16 MiB) are \
-             accepted (see docs/scenario.md, \"Limits\")"
+            "the file is {size} bytes; at most {limit} bytes ({} MiB) are accepted (see \
+             docs/scenario.md, \"Limits\")",
+            limit >> 20
         ),
     }))
 }
@@ -158,9 +168,10 @@ fn load(
     origin: &str,
     default_name: &str,
     overrides: &[String],
+    max_bytes: usize,
 ) -> Result<Loaded, ScenarioError> {
-    if text.len() > MAX_SCENARIO_BYTES {
-        return Err(too_big(origin, text.len() as u64));
+    if text.len() > max_bytes {
+        return Err(too_big(origin, text.len() as u64, max_bytes));
     }
     let (mut src, mut table) = Sources::parse(origin, text)?;
 
