@@ -349,7 +349,8 @@ fn duplicate_key_path(origin: &str, text: &str, word: &str, at: usize) -> String
     partial.display_in_file(&path)
 }
 
-fn invalid(
+/// A located [`ScenarioError`]: suggestions added, control characters escaped.
+pub(crate) fn invalid(
     origin: &str,
     line: Option<usize>,
     column: Option<usize>,

@@ -139,28 +139,28 @@ fn read_limited(path: &Path, origin: &str, limit: usize) -> Result<String, Scena
         let offset = e.utf8_error().valid_up_to();
         let text = String::from_utf8_lossy(&e.into_bytes()[..offset]).into_owned();
         let (line, column) = error::line_col(&text, offset);
-        ScenarioError::Invalid(Box::new(Diagnostic {
-            origin: origin.to_owned(),
-            line: Some(line),
-            column: Some(column),
-            key: None,
-            message: "the file is not UTF-8 text (TOML files are UTF-8)".into(),
-        }))
+        keys::invalid(
+            origin,
+            Some(line),
+            Some(column),
+            None,
+            "the file is not UTF-8 text (TOML files are UTF-8)".into(),
+        )
     })
 }
 
 fn too_big(origin: &str, size: u64, limit: usize) -> ScenarioError {
-    ScenarioError::Invalid(Box::new(Diagnostic {
-        origin: origin.to_owned(),
-        line: None,
-        column: None,
-        key: None,
-        message: format!(
+    keys::invalid(
+        origin,
+        None,
+        None,
+        None,
+        format!(
             "the file is {size} bytes; at most {limit} bytes ({} MiB) are accepted (see \
              docs/scenario.md, \"Limits\")",
             limit >> 20
         ),
-    }))
+    )
 }
 
 fn load(
