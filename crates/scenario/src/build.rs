@@ -545,18 +545,8 @@ impl Builder<'_, '_> {
         let items = v
             .as_array()
             .ok_or_else(|| self.err(&key(k), format!("{}, got {}", expected(), type_name(v))))?;
-        let max = MAX_ELEMENTS
-            .iter()
-            .find(|(name, _)| *name == k)
-            .map_or(usize::MAX, |&(_, max)| max);
-        if items.len() > max {
-            return Err(self.err(
-                &key(k),
-                format!(
-                    "{} [[{k}]] tables; at most {max} are accepted (docs/scenario.md, \"Limits\")",
-                    items.len()
-                ),
-            ));
+        if let Some(msg) = too_many(k, items.len()) {
+            return Err(self.err(&key(k), msg));
         }
         let tables = items.iter().enumerate().map(|(i, item)| {
             item.as_table().ok_or_else(|| {
@@ -686,6 +676,14 @@ impl std::ops::Deref for Nodes {
     fn deref(&self) -> &[NodeSpec] {
         &self.specs
     }
+}
+
+/// Why `len` elements are too many for the array of tables `k` ([`MAX_ELEMENTS`]), if they are.
+pub(crate) fn too_many(k: &str, len: usize) -> Option<String> {
+    let &(_, max) = MAX_ELEMENTS.iter().find(|(name, _)| *name == k)?;
+    (len > max).then(|| {
+        format!("{len} [[{k}]] tables; at most {max} are accepted (docs/scenario.md, \"Limits\")")
+    })
 }
 
 /// Names to indices; the first of equal names wins (names are unique once checked).

@@ -160,6 +160,22 @@ impl<'a> Sources<'a> {
             doc: doc.into_inner(),
             setters: Vec::new(),
         };
+        // Refuse too many elements before the text is copied into a Table (which would about
+        // double the memory a 16 MiB file of flows costs).
+        for (k, v) in src.doc.iter() {
+            let len = v.get_ref().as_array().map_or(0, |a| a.len());
+            if let Some(message) = crate::build::too_many(k.get_ref(), len) {
+                let path = [Seg::Key(k.get_ref().to_string())];
+                let (line, column) = src.line_of(&path);
+                return Err(invalid(
+                    origin,
+                    line,
+                    column,
+                    Some(k.get_ref().to_string()),
+                    message,
+                ));
+            }
+        }
         let mut path = Vec::new();
         let table = convert_table(&src.doc, &mut path).map_err(|(path, message)| {
             let key = (!path.is_empty()).then(|| src.display_in_file(&path));
