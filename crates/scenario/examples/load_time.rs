@@ -2,12 +2,28 @@
 //! ("Scenario loading"): `cargo run -p satpep-scenario --example load_time -- FLOWS [HOSTS]`
 //! builds a star of HOSTS hosts (default 100) around one router, FLOWS bulk flows between them
 //! with explicit ports, writes it to `target/load_time.toml`, loads it and prints the time.
+//! `load_time --file PATH` times loading an existing file.
 
 use std::fmt::Write as _;
 use std::time::Instant;
 
 fn main() {
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().is_some_and(|a| a == "--file") {
+        // Time an existing file instead: `load_time --file PATH`.
+        let path = args.nth(1).expect("--file PATH");
+        let t0 = Instant::now();
+        let loaded = satpep_scenario::load_file(std::path::Path::new(&path), &[]);
+        let secs = t0.elapsed().as_secs_f64();
+        match loaded {
+            Ok(l) => println!(
+                "{path}: {} flows loaded in {secs:.3} s",
+                l.scenario.flows.len()
+            ),
+            Err(e) => println!("{path}: refused in {secs:.3} s: {e}"),
+        }
+        return;
+    }
     let flows: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let hosts: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100);
     let mut text = String::from("duration = \"10s\"\noutput = { interval = \"1s\" }\n[[node]]\nname = \"r\"\nkind = \"router\"\n");
