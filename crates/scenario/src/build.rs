@@ -714,23 +714,42 @@ fn typed_rel<T: DeserializeOwned>(value: &Value) -> std::result::Result<T, RelEr
                 .collect();
             let mut rel: KeyPath = rel;
             let msg = e.inner().message().trim().to_owned();
-            // Inside an internally tagged enum (a link's `error`, a middlebox) serde loses the
-            // path at the enum: point at the unknown key itself when the table holds it.
+            // Inside an internally tagged enum (a link's `error`, a middlebox, a chain's
+            // elements) serde loses the path at the enum: point at the unknown key itself, in
+            // the first table below that holds it.
             if let Some(word) = msg
                 .strip_prefix("unknown field `")
                 .and_then(|rest| rest.split('`').next())
             {
-                let table = rel.iter().try_fold(value, |v, seg| match seg {
+                let below = rel.iter().try_fold(value, |v, seg| match seg {
                     Seg::Key(k) => v.get(k.as_str()),
                     Seg::Index(n) => v.get(*n),
                 });
-                if table.is_some_and(|t| t.as_table().is_some_and(|t| t.contains_key(word))) {
-                    rel.push(Seg::Key(word.to_owned()));
+                if let Some(found) = below.and_then(|v| path_to_key(v, word)) {
+                    rel.extend(found);
                 }
             }
             (rel, msg)
         },
     )
+}
+
+/// The path from `v` to the first key `word` in it (depth first, in order), ending with `word`.
+fn path_to_key(v: &Value, word: &str) -> Option<KeyPath> {
+    match v {
+        Value::Table(t) if t.contains_key(word) => Some(vec![Seg::Key(word.to_owned())]),
+        Value::Table(t) => t.iter().find_map(|(k, v)| {
+            let mut p = path_to_key(v, word)?;
+            p.insert(0, Seg::Key(k.clone()));
+            Some(p)
+        }),
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| {
+            let mut p = path_to_key(v, word)?;
+            p.insert(0, Seg::Index(i));
+            Some(p)
+        }),
+        _ => None,
+    }
 }
 
 fn type_name(v: &Value) -> &'static str {

@@ -1,12 +1,15 @@
 //! satpep-scenario: the TOML scenario file — schema, loading, validation, defaults, `--set`
 //! overrides and `[sweep]`s. The format is documented key by key in `docs/scenario.md`.
 //!
-//! Loading goes: text → `toml::Table` (spans of every key kept aside) → `--set` overrides applied
+//! Loading goes: text (at most [`MAX_SCENARIO_BYTES`]) → parsed once into a document that keeps
+//! every span, converted to a `toml::Table` → `--set` overrides applied
 //! to the table → `[sweep]` taken out → the table walked and type-checked into a [`Scenario`]
 //! (names resolved to indices, defaults filled in, routes computed) → one more [`Scenario`] per
 //! sweep combination. Because overrides are applied before any check, an override is validated
 //! exactly like the file; every error is a [`ScenarioError`] naming the file (or the `--set`), the
-//! line and column, the full key path and what was expected. No input makes this crate panic.
+//! line and column, the full key path and what was expected. No input makes this crate panic,
+//! and the limits in `docs/scenario.md` ("Limits": file size, element counts, sampling volume,
+//! sweep memory, names) bound what a file can make a run cost.
 //!
 //! What is not modelled here: anything about running — the simulator decides what a node does
 //! with the [`Scenario`] it is given.

@@ -502,6 +502,20 @@ fn unknown_key_in_an_inner_table_lists_only_that_tables_keys() {
         "geo.toml:12:26: key `link.ab.error.pr`: unknown field `pr`, expected `per` (did you \
          mean `per`?)"
     );
+    // Inside a middlebox chain's element, too.
+    let text = MINI.replacen(
+        "kind = \"router\"\n",
+        "kind = \"router\"\nmiddlebox = { kind = \"chain\", elements = [{ kind = \"snoop\", cache = 3 }] }\n",
+        1,
+    );
+    let e = err(&text, &[]);
+    check(
+        &e,
+        8,
+        "node.r.middlebox.elements.0.cache",
+        "unknown field `cache`",
+    );
+    assert!(!e.message().contains("`name`"), "{e}");
     // At the link's own level, the link's own keys are still listed.
     let e = err(&with_link_keys("form = \"a\"\n"), &[]);
     assert!(
