@@ -160,8 +160,9 @@ impl<'a> Sources<'a> {
             doc: doc.into_inner(),
             setters: Vec::new(),
         };
-        // Refuse too many elements before the text is copied into a Table (which would about
-        // double the memory a 16 MiB file of flows costs).
+        // Refuse too many elements before they are converted into a Table (a 16.7 MB file of
+        // 400 000 flows: refused in 12 s instead of 15 s, debug build; the peak memory is the
+        // parse's).
         for (k, v) in src.doc.iter() {
             let len = v.get_ref().as_array().map_or(0, |a| a.len());
             if let Some(message) = crate::build::too_many(k.get_ref(), len) {
