@@ -540,16 +540,23 @@ pub(crate) fn set_path(root: &mut Table, key: &str, value: Value) -> Result<KeyP
 }
 
 /// A `--set` value: a TOML value when it parses as one (number, bool, array, inline table,
-/// quoted string), else the text itself as a string. Datetimes are taken as strings.
-pub(crate) fn parse_value(text: &str) -> Value {
+/// quoted string), else the text itself as a string. Datetimes are taken as strings. A number
+/// that parses but does not fit in 64 bits is an error (it used to become a string, and the
+/// message then spoke of a string).
+pub(crate) fn parse_value(text: &str) -> Result<Value, String> {
     let doc = format!("v = {text}");
-    match doc.parse::<Table>() {
-        Ok(mut t) if t.len() == 1 => match t.remove("v") {
-            Some(Value::Datetime(_)) | None => Value::String(text.to_owned()),
-            Some(v) => v,
-        },
-        _ => Value::String(text.trim().to_owned()),
+    let Ok(parsed) = DeTable::parse(&doc) else {
+        return Ok(Value::String(text.trim().to_owned()));
+    };
+    let parsed = parsed.into_inner();
+    if parsed.len() != 1 {
+        return Ok(Value::String(text.trim().to_owned()));
     }
+    let mut t = convert_table(&parsed, &mut Vec::new()).map_err(|(_, msg)| msg)?;
+    Ok(match t.remove("v") {
+        Some(Value::Datetime(_)) | None => Value::String(text.to_owned()),
+        Some(v) => v,
+    })
 }
 
 /// A value as a person wrote it: strings bare, anything else in TOML syntax.
@@ -606,22 +613,23 @@ mod tests {
 
     #[test]
     fn parse_value_prefers_toml_then_string() {
-        assert_eq!(parse_value("42"), Value::Integer(42));
-        assert_eq!(parse_value("1e-3"), Value::Float(1e-3));
-        assert_eq!(parse_value("true"), Value::Boolean(true));
-        assert_eq!(parse_value("10Mbps"), Value::from("10Mbps"));
-        assert_eq!(parse_value("\"quoted\""), Value::from("quoted"));
+        let pv = |t: &str| parse_value(t).unwrap();
+        assert_eq!(pv("42"), Value::Integer(42));
+        assert_eq!(pv("1e-3"), Value::Float(1e-3));
+        assert_eq!(pv("true"), Value::Boolean(true));
+        assert_eq!(pv("10Mbps"), Value::from("10Mbps"));
+        assert_eq!(pv("\"quoted\""), Value::from("quoted"));
+        assert_eq!(pv("[\"a\", \"b\"]").as_array().map(Vec::len), Some(2));
         assert_eq!(
-            parse_value("[\"a\", \"b\"]").as_array().map(Vec::len),
-            Some(2)
-        );
-        assert_eq!(
-            parse_value("{ limit_packets = 5 }")["limit_packets"].as_integer(),
+            pv("{ limit_packets = 5 }")["limit_packets"].as_integer(),
             Some(5)
         );
-        assert_eq!(parse_value("1979-05-27"), Value::from("1979-05-27"));
+        assert_eq!(pv("1979-05-27"), Value::from("1979-05-27"));
         // A value that smuggles a second key in stays a plain string.
-        assert_eq!(parse_value("1\nseed = 2"), Value::from("1\nseed = 2"));
+        assert_eq!(pv("1\nseed = 2"), Value::from("1\nseed = 2"));
+        // A number too large for 64 bits is an error, not a string.
+        let e = parse_value("99999999999999999999").unwrap_err();
+        assert!(e.contains("does not fit in 64 bits"), "{e}");
     }
 
     #[test]

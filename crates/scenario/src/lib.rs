@@ -189,7 +189,9 @@ fn load(
         if let Some(msg) = renames_an_element(key) {
             return Err(src.cli_error(assignment, Some(key.trim().to_owned()), msg));
         }
-        let path = keys::set_path(&mut table, key, keys::parse_value(value))
+        let value = keys::parse_value(value)
+            .map_err(|msg| src.cli_error(assignment, Some(key.trim().to_owned()), msg))?;
+        let path = keys::set_path(&mut table, key, value)
             .map_err(|msg| src.cli_error(assignment, Some(key.trim().to_owned()), msg))?;
         if let Some(earlier) = src.cli_setter_of(&path) {
             return Err(src.cli_error(

@@ -471,6 +471,13 @@ fn numbers_that_do_not_fit_and_duplicate_keys_are_located() {
         e.to_string(),
         "geo.toml:1:1: key `duration`: `1e300` is too large"
     );
+    // Through --set: it became a string, and the message spoke of a string.
+    let e = err(MINI, &["seed=99999999999999999999"]);
+    assert_eq!(
+        e.to_string(),
+        "--set 'seed=99999999999999999999': key `seed`: the integer 99999999999999999999 does \
+         not fit in 64 bits (from -9223372036854775808 to 9223372036854775807)"
+    );
     let e = err(&format!("seed = 1\nseed = 2\n{MINI}"), &[]);
     assert_eq!(
         e.to_string(),
