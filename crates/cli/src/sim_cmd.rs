@@ -63,6 +63,21 @@ pub fn load(
 ) -> Result<Loaded, satpep_scenario::ScenarioError> {
     let mut overrides = set.to_vec();
     if let Some(seed) = seed {
+        // `--seed 5 --set seed=3`: which one was meant? Refuse rather than pick one.
+        if let Some(other) = set
+            .iter()
+            .find(|a| a.split_once('=').is_some_and(|(k, _)| k.trim() == "seed"))
+        {
+            return Err(satpep_scenario::ScenarioError::Invalid(Box::new(
+                satpep_scenario::Diagnostic {
+                    origin: format!("--seed {seed}"),
+                    line: None,
+                    column: None,
+                    key: Some("seed".into()),
+                    message: format!("--set '{other}' sets the seed too; give the seed once"),
+                },
+            )));
+        }
         overrides.push(format!("seed={seed}"));
     }
     match file {

@@ -174,3 +174,63 @@ fn plot_renders_png_and_svg_for_a_run() {
         b"\x89PNG"
     );
 }
+
+/// Hostile or careless scenario input (issue 15) exits 2 with a located message, before any
+/// run: nothing is written, inside `results/` or outside it.
+#[test]
+fn hostile_scenarios_exit_2_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("a/b");
+    std::fs::create_dir_all(&work).unwrap();
+    let escape = work.join("escape.toml");
+    std::fs::write(&escape, "name = \"../../escape\"\n").unwrap();
+    let huge = work.join("huge.toml");
+    std::fs::write(&huge, "# padding\n".repeat(1_700_000)).unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["sim", "escape.toml"],
+            "escape.toml:1:1: key `name`: `../../escape` is not a usable name",
+        ),
+        (
+            &["sim", "--set", "seed=3", "--seed", "5"],
+            "--seed 5: key `seed`: --set 'seed=3' sets the seed too; give the seed once",
+        ),
+        (
+            &["sim", "--set", "output.interval=1ns"],
+            "--set 'output.interval=1ns': key `output.interval`: sampling 3 flows and 6 links",
+        ),
+        (
+            &["sim", "huge.toml"],
+            "huge.toml: the file is 17000000 bytes; at most 16777216 bytes (16 MiB)",
+        ),
+        (
+            &["sim", "--set", "node=[]"],
+            "--set 'node=[]': key `node`: the scenario has no nodes",
+        ),
+    ];
+    for (args, want) in cases {
+        let o = satpep(args, &work);
+        let (_, stderr) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("error: {want}")),
+            "{args:?}: {stderr}"
+        );
+    }
+    let mut left: Vec<_> = walk(dir.path());
+    left.sort();
+    assert_eq!(left, [escape, huge], "nothing but the inputs is written");
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}

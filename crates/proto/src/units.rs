@@ -164,7 +164,12 @@ macro_rules! unit_serde {
                         self.visit_str(&v.to_string())
                     }
                     fn visit_f64<E: de::Error>(self, v: f64) -> Result<$ty, E> {
-                        self.visit_str(&v.to_string())
+                        // `1e300` as written, not as 301 digits in the error message.
+                        if v.abs() >= 1e16 {
+                            self.visit_str(&format!("{v:e}"))
+                        } else {
+                            self.visit_str(&v.to_string())
+                        }
                     }
                 }
                 d.deserialize_any(V)

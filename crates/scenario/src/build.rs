@@ -6,7 +6,7 @@
 //! satpep-proto (`LinkConfig`, `TcpConfig`) go through serde, with `serde_path_to_error` giving
 //! the path inside them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
 
 use satpep_proto::link::LinkConfig;
@@ -18,6 +18,7 @@ use toml::{Table, Value};
 
 use crate::error::ScenarioError;
 use crate::keys::{join, join_index, KeyPath, Seg, Sources};
+use crate::names;
 use crate::routes::{self, TraceError};
 use crate::spec::{AppSpec, FlowSpec, LinkSpec, NodeKind, NodeSpec, OutputSpec, Scenario};
 
@@ -65,9 +66,16 @@ impl Builder<'_, '_> {
     fn scenario(&self, default_name: &str) -> Result<Scenario> {
         let root = self.root;
         self.check_keys(root, &[], ROOT_KEYS)?;
-        let name = self
-            .get::<String>(root, &[], "name")?
-            .unwrap_or_else(|| default_name.to_owned());
+        let name = match self.get::<String>(root, &[], "name")? {
+            Some(name) => {
+                if let Some(problem) = names::scenario_name_problem(&name) {
+                    return Err(self.err(&key("name"), problem));
+                }
+                name
+            }
+            // A file stem: one path component already; only its length may be off.
+            None => default_name.to_owned(),
+        };
         let seed = self.get::<u64>(root, &[], "seed")?.unwrap_or(1);
         let duration = self
             .get::<Duration>(root, &[], "duration")?
@@ -85,9 +93,12 @@ impl Builder<'_, '_> {
         let nodes = self.nodes()?;
         let mut links = self.links(&nodes)?;
         let dama = self.dama(&nodes, &mut links)?;
-        let routes = self.routes(&nodes, &links)?;
+        let link_index = index_by_name(links.iter().map(|l| l.name.as_str()));
+        let routes = self.routes(&nodes, &links, &link_index)?;
         let flows = self.flows(&nodes, &links, &routes, &default_tcp, duration)?;
-        let output = self.output(&links)?;
+        let output = self.output(&links, &link_index)?;
+        self.check_sampling(duration, &output, flows.len(), links.len())?;
+        let nodes = nodes.specs;
         Ok(Scenario {
             name,
             seed,
@@ -121,20 +132,22 @@ impl Builder<'_, '_> {
         Ok(tcp)
     }
 
-    fn nodes(&self) -> Result<Vec<NodeSpec>> {
+    fn nodes(&self) -> Result<Nodes> {
         let elements = self.array_of_tables("node")?;
         if elements.is_empty() {
             return Err(self.err(
-                &[],
+                &key("node"),
                 "the scenario has no nodes: add [[node]] tables (at least two hosts)",
             ));
         }
         let mut nodes: Vec<NodeSpec> = Vec::with_capacity(elements.len());
+        let mut index: HashMap<String, usize> = HashMap::with_capacity(elements.len());
         let mut explicit: Vec<bool> = Vec::with_capacity(elements.len());
         for (i, t) in elements.iter().enumerate() {
             let path = join_index(&key("node"), i);
             self.check_keys(t, &path, NODE_KEYS)?;
-            let name = self.name(t, &path, nodes.iter().map(|n| n.name.as_str()), "node")?;
+            let name = self.name(t, &path, |n| index.contains_key(n), "node")?;
+            index.insert(name.clone(), i);
             let kind = self.get::<NodeKind>(t, &path, "kind")?.unwrap_or_default();
             let given = self.get::<Ipv4Addr>(t, &path, "address")?;
             explicit.push(given.is_some());
@@ -183,14 +196,19 @@ impl Builder<'_, '_> {
                 ),
             ));
         }
-        Ok(nodes)
+        Ok(Nodes {
+            specs: nodes,
+            index,
+        })
     }
 
-    fn links(&self, nodes: &[NodeSpec]) -> Result<Vec<LinkSpec>> {
+    fn links(&self, nodes: &Nodes) -> Result<Vec<LinkSpec>> {
         let mut links: Vec<LinkSpec> = Vec::new();
+        let mut taken: HashSet<String> = HashSet::new();
         for (i, t) in self.array_of_tables("link")?.iter().enumerate() {
             let path = join_index(&key("link"), i);
-            let name = self.name(t, &path, links.iter().map(|l| l.name.as_str()), "link")?;
+            let name = self.name(t, &path, |n| taken.contains(n), "link")?;
+            taken.insert(name.clone());
             let from = self.node_ref(t, &path, "from", nodes)?;
             let to = self.node_ref(t, &path, "to", nodes)?;
             if from == to {
@@ -202,7 +220,9 @@ impl Builder<'_, '_> {
             }
             let config =
                 typed_rel::<LinkConfig>(&Value::Table(rest)).map_err(|(rel, mut msg)| {
-                    if msg.starts_with("unknown field") {
+                    // An unknown key of the link table itself (not of its `queue` or `error`):
+                    // the link's own keys are allowed there too.
+                    if msg.starts_with("unknown field") && rel.len() == 1 {
                         msg.push_str(", `name`, `from` or `to`");
                     }
                     self.err(&[path.clone(), rel].concat(), msg)
@@ -219,7 +239,12 @@ impl Builder<'_, '_> {
         Ok(links)
     }
 
-    fn routes(&self, nodes: &[NodeSpec], links: &[LinkSpec]) -> Result<Vec<Vec<Option<usize>>>> {
+    fn routes(
+        &self,
+        nodes: &Nodes,
+        links: &[LinkSpec],
+        link_index: &HashMap<&str, usize>,
+    ) -> Result<Vec<Vec<Option<usize>>>> {
         let mut routes = routes::shortest(nodes.len(), links);
         for (i, t) in self.array_of_tables("route")?.iter().enumerate() {
             let path = join_index(&key("route"), i);
@@ -233,7 +258,7 @@ impl Builder<'_, '_> {
                 ));
             }
             let link_name = self.require::<String>(t, &path, "link")?;
-            let Some(link) = links.iter().position(|l| l.name == link_name) else {
+            let Some(&link) = link_index.get(link_name.as_str()) else {
                 return Err(self.err(
                     &join(&path, "link"),
                     unknown_name("link", &link_name, links.iter().map(|l| &l.name)),
@@ -255,21 +280,24 @@ impl Builder<'_, '_> {
 
     fn flows(
         &self,
-        nodes: &[NodeSpec],
+        nodes: &Nodes,
         links: &[LinkSpec],
         routes: &[Vec<Option<usize>>],
         default_tcp: &Table,
         duration: Duration,
     ) -> Result<Vec<FlowSpec>> {
         let mut flows: Vec<FlowSpec> = Vec::new();
+        let mut names: HashSet<String> = HashSet::new();
+        // (from, to, src_port, dst_port) → flow index, for the duplicate check.
+        let mut ends: HashMap<(usize, usize, u16, u16), usize> = HashMap::new();
         for (i, t) in self.array_of_tables("flow")?.iter().enumerate() {
             let path = join_index(&key("flow"), i);
             self.check_keys(t, &path, FLOW_KEYS)?;
             let name = match t.get("name") {
-                Some(_) => self.name(t, &path, flows.iter().map(|f| f.name.as_str()), "flow")?,
+                Some(_) => self.name(t, &path, |n| names.contains(n), "flow")?,
                 None => format!("flow{}", i + 1),
             };
-            if flows.iter().any(|f| f.name == name) {
+            if !names.insert(name.clone()) {
                 return Err(self.err(
                     &path,
                     format!("flow name `{name}` is used twice; names must be unique"),
@@ -305,15 +333,13 @@ impl Builder<'_, '_> {
             let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
             let dst_port = self.port(t, &path, "port", n.saturating_add(5000))?;
             let src_port = self.port(t, &path, "src_port", n.saturating_add(40000))?;
-            if let Some(other) = flows
-                .iter()
-                .find(|f| (f.from, f.to, f.src_port, f.dst_port) == (from, to, src_port, dst_port))
-            {
+            if let Some(&other) = ends.get(&(from, to, src_port, dst_port)) {
                 return Err(self.err(
                     &join(&path, "port"),
-                    format!("flow `{}` already uses these hosts and ports; set another `port` or `src_port`", other.name),
+                    format!("flow `{}` already uses these hosts and ports; set another `port` or `src_port`", flows[other].name),
                 ));
             }
+            ends.insert((from, to, src_port, dst_port), i);
             let app = self
                 .get::<AppSpec>(t, &path, "app")?
                 .unwrap_or(AppSpec::Bulk {
@@ -380,7 +406,7 @@ impl Builder<'_, '_> {
         })
     }
 
-    fn output(&self, links: &[LinkSpec]) -> Result<OutputSpec> {
+    fn output(&self, links: &[LinkSpec], link_index: &HashMap<&str, usize>) -> Result<OutputSpec> {
         let path = key("output");
         let mut out = OutputSpec::default();
         let Some(t) = self.root.get("output") else {
@@ -403,7 +429,7 @@ impl Builder<'_, '_> {
             .iter()
             .enumerate()
         {
-            let Some(link) = links.iter().position(|l| &l.name == name) else {
+            let Some(&link) = link_index.get(name.as_str()) else {
                 return Err(self.err(
                     &join_index(&join(&path, "pcap"), i),
                     unknown_name("link", name, links.iter().map(|l| &l.name)),
@@ -416,26 +442,60 @@ impl Builder<'_, '_> {
         out.pcap_per_link = self
             .get::<bool>(t, &path, "pcap_per_link")?
             .unwrap_or(out.pcap_per_link);
-        if out.pcap_per_link {
-            // Each captured link names a file `<link>.pcapng` in the run folder: a separator
-            // would put it elsewhere (or, with a leading `/`, anywhere).
-            for (i, &l) in out.pcap_links.iter().enumerate() {
-                let name = &links[l].name;
-                if name.contains(['/', '\\', '\0']) {
-                    return Err(self.err(
-                        &join_index(&join(&path, "pcap"), i),
-                        format!(
-                            "link `{name}` cannot name a file `{name}.pcapng`: with \
-                             `output.pcap_per_link = true` captured link names must not \
-                             contain `/` or `\\`"
-                        ),
-                    ));
-                }
-            }
-        }
+        // With `pcap_per_link` each captured link names a file `<link>.pcapng`: link names
+        // cannot hold a path separator (see `names`), so the file stays in the run folder.
         out.series = self.get::<bool>(t, &path, "series")?.unwrap_or(out.series);
         out.plots = self.get::<bool>(t, &path, "plots")?.unwrap_or(out.plots);
         Ok(out)
+    }
+
+    /// The run samples every flow and link each `output.interval` until `duration` (and writes
+    /// a CSV row for each when `output.series`): refuse more than [`MAX_SERIES_ROWS`] rows,
+    /// naming the interval (or the duration, when the interval is the default) and the size.
+    fn check_sampling(
+        &self,
+        duration: Duration,
+        output: &OutputSpec,
+        flows: usize,
+        links: usize,
+    ) -> Result<()> {
+        let interval = output.interval.as_nanos().max(1);
+        let samples = u128::from(duration.as_nanos() / interval) + 1;
+        let series = (flows + links) as u128;
+        let rows = samples * series;
+        if rows <= u128::from(MAX_SERIES_ROWS) {
+            return Ok(());
+        }
+        // flows.csv rows are about 100 bytes, links.csv rows about 40 (docs/outputs.md).
+        let bytes = samples * (flows as u128 * 100 + links as u128 * 40);
+        let needed = u128::from(duration.as_nanos()) * series / u128::from(MAX_SERIES_ROWS) + 1;
+        let needed = Duration::from_nanos(round_up_nice(u64::try_from(needed).unwrap_or(u64::MAX)));
+        let written = self
+            .root
+            .get("output")
+            .and_then(|o| o.get("interval"))
+            .is_some();
+        let at = if written {
+            vec![Seg::Key("output".into()), Seg::Key("interval".into())]
+        } else {
+            key("duration")
+        };
+        let what = if output.series {
+            format!(" (about {} of CSV)", human_bytes(bytes))
+        } else {
+            String::new()
+        };
+        Err(self.err(
+            &at,
+            format!(
+                "sampling {} and {} every {} for {duration} makes {rows} \
+                 rows{what}; at most {MAX_SERIES_ROWS} are accepted: set `output.interval` to \
+                 {needed} or more, or shorten `duration`",
+                count(flows, "flow"),
+                count(links, "link"),
+                output.interval
+            ),
+        ))
     }
 
     // --- helpers -------------------------------------------------------------------------
@@ -485,6 +545,9 @@ impl Builder<'_, '_> {
         let items = v
             .as_array()
             .ok_or_else(|| self.err(&key(k), format!("{}, got {}", expected(), type_name(v))))?;
+        if let Some(msg) = too_many(k, items.len()) {
+            return Err(self.err(&key(k), msg));
+        }
         let tables = items.iter().enumerate().map(|(i, item)| {
             item.as_table().ok_or_else(|| {
                 self.err(
@@ -496,22 +559,19 @@ impl Builder<'_, '_> {
         tables.collect()
     }
 
-    /// The element's required `name`: well formed and not among `taken`.
-    fn name<'n>(
+    /// The element's required `name`: well formed and not `taken`.
+    fn name(
         &self,
         t: &Table,
         path: &[Seg],
-        mut taken: impl Iterator<Item = &'n str>,
+        taken: impl Fn(&str) -> bool,
         what: &str,
     ) -> Result<String> {
         let name = self.require::<String>(t, path, "name")?;
-        if name.is_empty() || name.contains(|c: char| c == '.' || c == '=' || c.is_whitespace()) {
-            return Err(self.err(
-                &join(path, "name"),
-                format!("`{name}` is not a usable name: names are non-empty, without dots, `=` or spaces"),
-            ));
+        if let Some(problem) = names::element_name_problem(&name) {
+            return Err(self.err(&join(path, "name"), problem));
         }
-        if taken.any(|n| n == name) {
+        if taken(&name) {
             return Err(self.err(
                 &join(path, "name"),
                 format!("{what} name `{name}` is used twice; names must be unique"),
@@ -521,9 +581,9 @@ impl Builder<'_, '_> {
     }
 
     /// A required key naming a node; returns the node's index.
-    fn node_ref(&self, t: &Table, path: &[Seg], k: &str, nodes: &[NodeSpec]) -> Result<usize> {
+    fn node_ref(&self, t: &Table, path: &[Seg], k: &str, nodes: &Nodes) -> Result<usize> {
         let name = self.require::<String>(t, path, k)?;
-        nodes.iter().position(|n| n.name == name).ok_or_else(|| {
+        nodes.index.get(&name).copied().ok_or_else(|| {
             self.err(
                 &join(path, k),
                 unknown_name("node", &name, nodes.iter().map(|n| &n.name)),
@@ -551,6 +611,90 @@ impl Builder<'_, '_> {
     }
 }
 
+/// Most time-series rows a run may sample: (duration / `output.interval` + 1) × (flows + links).
+/// 10⁷ rows are about 1 GB of `flows.csv`; the default scenario samples 54 009.
+pub const MAX_SERIES_ROWS: u64 = 10_000_000;
+
+/// `ns` rounded up to whole milliseconds (from 1 ms), microseconds (from 1 µs) or nanoseconds.
+fn round_up_nice(ns: u64) -> u64 {
+    let unit = match ns {
+        1_000_000.. => 1_000_000,
+        1_000.. => 1_000,
+        _ => 1,
+    };
+    ns.div_ceil(unit).saturating_mul(unit)
+}
+
+/// "1 flow", "2 flows".
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// `bytes` as "12 MB", "3.4 GB" (powers of 1000).
+fn human_bytes(bytes: u128) -> String {
+    let units = ["B", "kB", "MB", "GB", "TB", "PB", "EB"];
+    let mut v = bytes as f64;
+    let mut i = 0;
+    while v >= 1000.0 && i + 1 < units.len() {
+        v /= 1000.0;
+        i += 1;
+    }
+    if i == 0 || v >= 100.0 {
+        format!("{v:.0} {}", units[i])
+    } else {
+        format!("{v:.1} {}", units[i])
+    }
+}
+
+/// Most nodes a scenario may have: `Scenario::routes` has nodes² entries (64 MiB at 2048) and is
+/// computed by one breadth-first search per node.
+pub const MAX_NODES: usize = 2048;
+
+/// Most elements of each array of tables. Nodes: see [`MAX_NODES`]; links: the route search
+/// costs nodes × links; flows: about 10 KB of memory each once loaded (each holds its full TCP
+/// configuration, twice with `Loaded::resolved`), so 100 000 flows take about 1 GB.
+pub const MAX_ELEMENTS: [(&str, usize); 5] = [
+    ("node", MAX_NODES),
+    ("link", 16_384),
+    ("route", 100_000),
+    ("flow", 100_000),
+    ("dama", 1024),
+];
+
+/// The nodes, and their indices by name (so that references resolve in constant time).
+struct Nodes {
+    specs: Vec<NodeSpec>,
+    index: HashMap<String, usize>,
+}
+
+impl std::ops::Deref for Nodes {
+    type Target = [NodeSpec];
+    fn deref(&self) -> &[NodeSpec] {
+        &self.specs
+    }
+}
+
+/// Why `len` elements are too many for the array of tables `k` ([`MAX_ELEMENTS`]), if they are.
+pub(crate) fn too_many(k: &str, len: usize) -> Option<String> {
+    let &(_, max) = MAX_ELEMENTS.iter().find(|(name, _)| *name == k)?;
+    (len > max).then(|| {
+        format!("{len} [[{k}]] tables; at most {max} are accepted (docs/scenario.md, \"Limits\")")
+    })
+}
+
+/// Names to indices; the first of equal names wins (names are unique once checked).
+fn index_by_name<'n>(names: impl Iterator<Item = &'n str>) -> HashMap<&'n str, usize> {
+    let mut index = HashMap::new();
+    for (i, n) in names.enumerate() {
+        index.entry(n).or_insert(i);
+    }
+    index
+}
+
 fn key(k: &str) -> KeyPath {
     vec![Seg::Key(k.to_owned())]
 }
@@ -568,9 +712,44 @@ fn typed_rel<T: DeserializeOwned>(value: &Value) -> std::result::Result<T, RelEr
                     _ => None,
                 })
                 .collect();
-            (rel, e.inner().message().trim().to_owned())
+            let mut rel: KeyPath = rel;
+            let msg = e.inner().message().trim().to_owned();
+            // Inside an internally tagged enum (a link's `error`, a middlebox, a chain's
+            // elements) serde loses the path at the enum: point at the unknown key itself, in
+            // the first table below that holds it.
+            if let Some(word) = msg
+                .strip_prefix("unknown field `")
+                .and_then(|rest| rest.split('`').next())
+            {
+                let below = rel.iter().try_fold(value, |v, seg| match seg {
+                    Seg::Key(k) => v.get(k.as_str()),
+                    Seg::Index(n) => v.get(*n),
+                });
+                if let Some(found) = below.and_then(|v| path_to_key(v, word)) {
+                    rel.extend(found);
+                }
+            }
+            (rel, msg)
         },
     )
+}
+
+/// The path from `v` to the first key `word` in it (depth first, in order), ending with `word`.
+fn path_to_key(v: &Value, word: &str) -> Option<KeyPath> {
+    match v {
+        Value::Table(t) if t.contains_key(word) => Some(vec![Seg::Key(word.to_owned())]),
+        Value::Table(t) => t.iter().find_map(|(k, v)| {
+            let mut p = path_to_key(v, word)?;
+            p.insert(0, Seg::Key(k.clone()));
+            Some(p)
+        }),
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| {
+            let mut p = path_to_key(v, word)?;
+            p.insert(0, Seg::Index(i));
+            Some(p)
+        }),
+        _ => None,
+    }
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -622,6 +801,13 @@ fn check_tcp(c: &TcpConfig) -> std::result::Result<(), RelError> {
         return fail(
             "delack_segments",
             "delack_segments must be at least 1 (1 = acknowledge every segment)".into(),
+        );
+    }
+    if c.abc_segments == 0 {
+        return fail(
+            "abc_segments",
+            "abc_segments must be at least 1 segment per ACK (1 = RFC 5681, 2 = RFC 3465's L)"
+                .into(),
         );
     }
     if c.dupthresh == 0 {

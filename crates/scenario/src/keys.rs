@@ -6,7 +6,6 @@
 //! the original text with `toml::de::DeTable` and looked up by structural path, so an error found
 //! after overrides, in typed deserialization or in a semantic check still points at a line.
 
-use std::collections::HashMap;
 use std::ops::Range;
 
 use toml::de::{DeTable, DeValue};
@@ -50,36 +49,57 @@ pub(crate) fn element_name(array_key: &str, index: usize, element: &Value) -> Op
 /// The dotted form of `path` as people write it, naming array elements where they have a name
 /// in `root` (`link.forward.rate`), else by index (`route.0.link`).
 pub(crate) fn display_path(root: &Table, path: &[Seg]) -> String {
+    display_path_with(path, |prefix| {
+        let (first, rest) = prefix.split_first()?;
+        let Seg::Key(k) = first else { return None };
+        let mut v = root.get(k)?;
+        for seg in rest {
+            v = match seg {
+                Seg::Key(k) => v.get(k.as_str())?,
+                Seg::Index(n) => v.get(*n)?,
+            };
+        }
+        v.get("name").and_then(Value::as_str).map(str::to_owned)
+    })
+}
+
+/// [`display_path`] with the element names given by `name_at(prefix)` (the `name` of the
+/// element at `prefix`, which ends with an index), so that it works on any tree.
+fn display_path_with(path: &[Seg], name_at: impl Fn(&[Seg]) -> Option<String>) -> String {
     let mut out: Vec<String> = Vec::with_capacity(path.len());
-    let mut cursor: Option<&Value> = None;
     let mut last_key = "";
     for (i, seg) in path.iter().enumerate() {
         match seg {
             Seg::Key(k) => {
                 out.push(k.clone());
-                cursor = if i == 0 {
-                    root.get(k)
-                } else {
-                    cursor.and_then(|v| v.get(k.as_str()))
-                };
                 last_key = k;
             }
             Seg::Index(n) => {
-                let element = cursor.and_then(|v| v.get(*n));
-                let name = element.and_then(|e| element_name(last_key, *n, e));
+                let name = name_at(&path[..=i])
+                    .map(|name| shown(&name))
+                    .or_else(|| (last_key == "flow").then(|| format!("flow{}", n + 1)));
                 out.push(name.unwrap_or_else(|| n.to_string()));
-                cursor = element;
             }
         }
     }
     out.join(".")
 }
 
-/// Where a key and its value sit in the original text.
-#[derive(Clone, Debug)]
-struct Span {
-    key: Option<Range<usize>>,
-    value: Range<usize>,
+/// A name as it may be printed: control characters escaped (a name must not drive the
+/// terminal), cut at 40 characters.
+pub(crate) fn shown(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars().take(40) {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    if name.chars().count() > 40 {
+        out.push('…');
+    }
+    out
 }
 
 /// Who set a value that did not come from the file.
@@ -93,18 +113,23 @@ pub(crate) enum Setter {
 }
 
 /// Everything needed to turn a structural path into a located [`ScenarioError`].
+///
+/// The text is parsed once, into `doc` (which borrows the text and keeps the span of every key
+/// and value); the [`Table`] the builder checks is converted from it. A span is found by walking
+/// `doc` along the path when an error needs it, so no per-key index is built.
 #[derive(Debug)]
 pub(crate) struct Sources<'a> {
     origin: &'a str,
     text: &'a str,
-    spans: HashMap<KeyPath, Span>,
+    doc: DeTable<'a>,
     /// Values replaced after parsing, in order of application; later ones win.
     setters: Vec<(KeyPath, Setter)>,
 }
 
 impl<'a> Sources<'a> {
-    /// Parse `text` for spans. A TOML syntax error is returned located at its span.
-    pub(crate) fn parse(origin: &'a str, text: &'a str) -> Result<Self, ScenarioError> {
+    /// Parse `text` once: the spans, and the table it holds. A TOML syntax error, a duplicate
+    /// key or a number that does not fit is returned located at its span.
+    pub(crate) fn parse(origin: &'a str, text: &'a str) -> Result<(Self, Table), ScenarioError> {
         let doc = DeTable::parse(text).map_err(|e| {
             let (line, column) = match e.span() {
                 Some(span) => {
@@ -113,27 +138,65 @@ impl<'a> Sources<'a> {
                 }
                 None => (None, None),
             };
-            invalid(
-                origin,
-                line,
-                column,
-                None,
-                format!("TOML syntax: {}", e.message().trim()),
-            )
+            let message = e.message().trim();
+            // toml says only "duplicate key": name it (the span is the repeated key).
+            let key = e
+                .span()
+                .filter(|_| message.starts_with("duplicate key"))
+                .and_then(|s| Some((text.get(s.clone())?, s.start)))
+                .map(|(k, at)| {
+                    duplicate_key_path(origin, text, k.trim().trim_matches(['"', '\'']), at)
+                });
+            let message = if key.is_some() {
+                "duplicate key: each key may be set only once in a table".to_owned()
+            } else {
+                format!("TOML syntax: {message}")
+            };
+            invalid(origin, line, column, key, message)
         })?;
-        let mut spans = HashMap::new();
-        collect_table(doc.get_ref(), &mut Vec::new(), &mut spans);
-        Ok(Self {
+        let src = Self {
             origin,
             text,
-            spans,
+            doc: doc.into_inner(),
             setters: Vec::new(),
-        })
+        };
+        // Refuse too many elements before they are converted into a Table (a 16.7 MB file of
+        // 400 000 flows: refused in 12 s instead of 15 s, debug build; the peak memory is the
+        // parse's).
+        for (k, v) in src.doc.iter() {
+            let len = v.get_ref().as_array().map_or(0, |a| a.len());
+            if let Some(message) = crate::build::too_many(k.get_ref(), len) {
+                let path = [Seg::Key(k.get_ref().to_string())];
+                let (line, column) = src.line_of(&path);
+                return Err(invalid(
+                    origin,
+                    line,
+                    column,
+                    Some(k.get_ref().to_string()),
+                    message,
+                ));
+            }
+        }
+        let mut path = Vec::new();
+        let table = convert_table(&src.doc, &mut path).map_err(|(path, message)| {
+            let key = (!path.is_empty()).then(|| src.display_in_file(&path));
+            let (line, column) = src.line_of(&path);
+            invalid(origin, line, column, key, message)
+        })?;
+        Ok((src, table))
     }
 
     /// Record that the value at `path` (and everything below it) was set by `setter`.
     pub(crate) fn record(&mut self, path: KeyPath, setter: Setter) {
         self.setters.push((path, setter));
+    }
+
+    /// The `--set` assignment that already set exactly `path`, if any.
+    pub(crate) fn cli_setter_of(&self, path: &[Seg]) -> Option<&str> {
+        self.setters.iter().find_map(|(p, s)| match s {
+            Setter::Cli(assignment) if p == path => Some(assignment.as_str()),
+            _ => None,
+        })
     }
 
     /// Forget setters recorded after the first `keep` (used between sweep points).
@@ -156,7 +219,7 @@ impl<'a> Sources<'a> {
         let key = (!path.is_empty()).then(|| display_path(root, path));
         let message = message.into();
         // A value replaced by an override: the override is to blame (latest first).
-        let exact_in_file = self.spans.contains_key(path);
+        let exact_in_file = self.span(path).is_some();
         let setter = self.setters.iter().rev().find(|(p, _)| {
             path.starts_with(p) || (!exact_in_file && p.starts_with(path) && !path.is_empty())
         });
@@ -200,74 +263,197 @@ impl<'a> Sources<'a> {
     /// Byte offset of the key at `path` in the text (`usize::MAX` when it is not in the file), for
     /// sorting keys in file order.
     pub(crate) fn position(&self, path: &[Seg]) -> usize {
-        self.spans.get(path).map_or(usize::MAX, |s| {
-            s.key.as_ref().map_or(s.value.start, |k| k.start)
-        })
+        self.span(path).map_or(usize::MAX, |s| s.start)
+    }
+
+    /// Span of the key at `path` in the text (of the value, for an array element), if the file
+    /// has it. Walks `doc`: one map lookup per segment.
+    fn span(&self, path: &[Seg]) -> Option<Range<usize>> {
+        let (first, rest) = path.split_first()?;
+        let Seg::Key(k) = first else { return None };
+        let (mut key, mut value) = self.doc.get_key_value(k.as_str())?;
+        let mut at = key.span();
+        for seg in rest {
+            match (seg, value.get_ref()) {
+                (Seg::Key(k), DeValue::Table(t)) => {
+                    (key, value) = t.get_key_value(k.as_str())?;
+                    at = key.span();
+                }
+                (Seg::Index(n), DeValue::Array(items)) => {
+                    value = items.get(*n)?;
+                    at = value.span();
+                }
+                _ => return None,
+            }
+        }
+        Some(at)
     }
 
     /// Line and column of the key at `path`, or of its nearest ancestor found in the file.
     fn line_of(&self, path: &[Seg]) -> (Option<usize>, Option<usize>) {
         (0..=path.len())
             .rev()
-            .find_map(|n| self.spans.get(&path[..n]))
+            .find_map(|n| self.span(&path[..n]))
             .map_or((None, None), |span| {
-                let at = span.key.as_ref().map_or(span.value.start, |k| k.start);
-                let (l, c) = line_col(self.text, at);
+                let (l, c) = line_col(self.text, span.start);
                 (Some(l), Some(c))
             })
     }
+
+    /// [`display_path`] over the parsed text, for errors found before the table exists.
+    fn display_in_file(&self, path: &[Seg]) -> String {
+        display_path_with(path, |prefix| {
+            let (first, rest) = prefix.split_first()?;
+            let Seg::Key(k) = first else { return None };
+            let mut v = self.doc.get(k.as_str())?.get_ref();
+            for seg in rest {
+                v = match seg {
+                    Seg::Key(k) => v.get(k.as_str())?.get_ref(),
+                    Seg::Index(n) => v.get(*n)?.get_ref(),
+                };
+            }
+            v.get("name")
+                .and_then(|n| n.get_ref().as_str())
+                .map(str::to_owned)
+        })
+    }
 }
 
-fn invalid(
+/// The full dotted path of a key written twice, `word` being the repeated key at byte `at`: the
+/// first `word` before `at` in the document toml recovers (the repeated one is left out of it).
+fn duplicate_key_path(origin: &str, text: &str, word: &str, at: usize) -> String {
+    fn search(
+        table: &DeTable<'_>,
+        word: &str,
+        at: usize,
+        path: &mut KeyPath,
+        best: &mut Option<(usize, KeyPath)>,
+    ) {
+        for (k, v) in table {
+            path.push(Seg::Key(k.get_ref().to_string()));
+            let start = k.span().start;
+            if k.get_ref() == word && start < at && best.as_ref().is_none_or(|(b, _)| start > *b) {
+                *best = Some((start, path.clone()));
+            }
+            match v.get_ref() {
+                DeValue::Table(t) => search(t, word, at, path, best),
+                DeValue::Array(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        if let DeValue::Table(t) = item.get_ref() {
+                            path.push(Seg::Index(i));
+                            search(t, word, at, path, best);
+                            path.pop();
+                        }
+                    }
+                }
+                _ => {}
+            }
+            path.pop();
+        }
+    }
+    let (doc, _) = DeTable::parse_recoverable(text);
+    let mut best = None;
+    search(doc.get_ref(), word, at, &mut Vec::new(), &mut best);
+    let Some((_, path)) = best else {
+        return word.to_owned();
+    };
+    let partial = Sources {
+        origin,
+        text,
+        doc: doc.into_inner(),
+        setters: Vec::new(),
+    };
+    partial.display_in_file(&path)
+}
+
+/// A located [`ScenarioError`]: suggestions added, control characters escaped.
+pub(crate) fn invalid(
     origin: &str,
     line: Option<usize>,
     column: Option<usize>,
     key: Option<String>,
     message: String,
 ) -> ScenarioError {
+    // Messages quote what was written; a value must not drive the terminal that prints them.
     ScenarioError::Invalid(Box::new(Diagnostic {
-        origin: origin.to_owned(),
+        origin: escape_controls(origin),
         line,
         column,
-        key,
-        message: crate::suggest::did_you_mean(message),
+        key: key.map(|k| escape_controls(&k)),
+        message: escape_controls(&crate::suggest::did_you_mean(message)),
     }))
 }
 
-fn collect_table(table: &DeTable<'_>, path: &mut KeyPath, spans: &mut HashMap<KeyPath, Span>) {
-    for (key, value) in table {
-        path.push(Seg::Key(key.get_ref().to_string()));
-        spans.insert(
-            path.clone(),
-            Span {
-                key: Some(key.span()),
-                value: value.span(),
-            },
-        );
-        collect_value(value.get_ref(), path, spans);
-        path.pop();
+/// `text` with control characters (newlines, escapes) written as `\n`, `\u{1b}`.
+fn escape_controls(text: &str) -> String {
+    if !text.contains(char::is_control) {
+        return text.to_owned();
     }
+    text.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
 }
 
-fn collect_value(value: &DeValue<'_>, path: &mut KeyPath, spans: &mut HashMap<KeyPath, Span>) {
-    match value {
-        DeValue::Table(t) => collect_table(t, path, spans),
-        DeValue::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                path.push(Seg::Index(i));
-                spans.insert(
+/// The parsed text as a [`Table`]; a number that does not fit is an error at its path.
+fn convert_table(table: &DeTable<'_>, path: &mut KeyPath) -> Result<Table, (KeyPath, String)> {
+    let mut out = Table::with_capacity(table.len());
+    for (key, value) in table {
+        path.push(Seg::Key(key.get_ref().to_string()));
+        let v = convert_value(value.get_ref(), path)?;
+        path.pop();
+        out.insert(key.get_ref().to_string(), v);
+    }
+    Ok(out)
+}
+
+fn convert_value(value: &DeValue<'_>, path: &mut KeyPath) -> Result<Value, (KeyPath, String)> {
+    Ok(match value {
+        DeValue::String(s) => Value::String(s.to_string()),
+        DeValue::Integer(i) => {
+            let Ok(n) = i64::from_str_radix(i.as_str(), i.radix()) else {
+                return Err((
                     path.clone(),
-                    Span {
-                        key: None,
-                        value: item.span(),
-                    },
-                );
-                collect_value(item.get_ref(), path, spans);
-                path.pop();
+                    format!(
+                        "the integer {i} does not fit in 64 bits (from {} to {})",
+                        i64::MIN,
+                        i64::MAX
+                    ),
+                ));
+            };
+            Value::Integer(n)
+        }
+        DeValue::Float(f) => {
+            let x: Option<f64> = f.as_str().parse().ok();
+            match x {
+                Some(x) if x.is_finite() || f.as_str().contains("inf") => Value::Float(x),
+                _ => {
+                    return Err((
+                        path.clone(),
+                        format!("the number {f} is too large for a 64-bit float"),
+                    ))
+                }
             }
         }
-        _ => {}
-    }
+        DeValue::Boolean(b) => Value::Boolean(*b),
+        DeValue::Datetime(d) => Value::Datetime(*d),
+        DeValue::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                path.push(Seg::Index(i));
+                out.push(convert_value(item.get_ref(), path)?);
+                path.pop();
+            }
+            Value::Array(out)
+        }
+        DeValue::Table(t) => Value::Table(convert_table(t, path)?),
+    })
 }
 
 /// Parse a dotted key as people write it into segments (no quoting: names must not contain
@@ -354,16 +540,23 @@ pub(crate) fn set_path(root: &mut Table, key: &str, value: Value) -> Result<KeyP
 }
 
 /// A `--set` value: a TOML value when it parses as one (number, bool, array, inline table,
-/// quoted string), else the text itself as a string. Datetimes are taken as strings.
-pub(crate) fn parse_value(text: &str) -> Value {
+/// quoted string), else the text itself as a string. Datetimes are taken as strings. A number
+/// that parses but does not fit in 64 bits is an error (it used to become a string, and the
+/// message then spoke of a string).
+pub(crate) fn parse_value(text: &str) -> Result<Value, String> {
     let doc = format!("v = {text}");
-    match doc.parse::<Table>() {
-        Ok(mut t) if t.len() == 1 => match t.remove("v") {
-            Some(Value::Datetime(_)) | None => Value::String(text.to_owned()),
-            Some(v) => v,
-        },
-        _ => Value::String(text.trim().to_owned()),
+    let Ok(parsed) = DeTable::parse(&doc) else {
+        return Ok(Value::String(text.trim().to_owned()));
+    };
+    let parsed = parsed.into_inner();
+    if parsed.len() != 1 {
+        return Ok(Value::String(text.trim().to_owned()));
     }
+    let mut t = convert_table(&parsed, &mut Vec::new()).map_err(|(_, msg)| msg)?;
+    Ok(match t.remove("v") {
+        Some(Value::Datetime(_)) | None => Value::String(text.to_owned()),
+        Some(v) => v,
+    })
 }
 
 /// A value as a person wrote it: strings bare, anything else in TOML syntax.
@@ -420,22 +613,23 @@ mod tests {
 
     #[test]
     fn parse_value_prefers_toml_then_string() {
-        assert_eq!(parse_value("42"), Value::Integer(42));
-        assert_eq!(parse_value("1e-3"), Value::Float(1e-3));
-        assert_eq!(parse_value("true"), Value::Boolean(true));
-        assert_eq!(parse_value("10Mbps"), Value::from("10Mbps"));
-        assert_eq!(parse_value("\"quoted\""), Value::from("quoted"));
+        let pv = |t: &str| parse_value(t).unwrap();
+        assert_eq!(pv("42"), Value::Integer(42));
+        assert_eq!(pv("1e-3"), Value::Float(1e-3));
+        assert_eq!(pv("true"), Value::Boolean(true));
+        assert_eq!(pv("10Mbps"), Value::from("10Mbps"));
+        assert_eq!(pv("\"quoted\""), Value::from("quoted"));
+        assert_eq!(pv("[\"a\", \"b\"]").as_array().map(Vec::len), Some(2));
         assert_eq!(
-            parse_value("[\"a\", \"b\"]").as_array().map(Vec::len),
-            Some(2)
-        );
-        assert_eq!(
-            parse_value("{ limit_packets = 5 }")["limit_packets"].as_integer(),
+            pv("{ limit_packets = 5 }")["limit_packets"].as_integer(),
             Some(5)
         );
-        assert_eq!(parse_value("1979-05-27"), Value::from("1979-05-27"));
+        assert_eq!(pv("1979-05-27"), Value::from("1979-05-27"));
         // A value that smuggles a second key in stays a plain string.
-        assert_eq!(parse_value("1\nseed = 2"), Value::from("1\nseed = 2"));
+        assert_eq!(pv("1\nseed = 2"), Value::from("1\nseed = 2"));
+        // A number too large for 64 bits is an error, not a string.
+        let e = parse_value("99999999999999999999").unwrap_err();
+        assert!(e.contains("does not fit in 64 bits"), "{e}");
     }
 
     #[test]

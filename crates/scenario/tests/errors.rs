@@ -341,17 +341,62 @@ fn pcap_of_unknown_link() {
     check(&e, 20, "output.pcap.1", "unknown link `fwd`");
 }
 
+/// Names become file names (`<link>.pcapng`, plots, the results folder) and key path
+/// segments: each hostile kind is refused at the `name` key.
 #[test]
-fn pcap_per_link_of_a_link_whose_name_is_no_file_name() {
-    let text = MINI.replace("name = \"ab\"", "name = \"a/b\"");
+fn names_that_are_no_file_names_are_refused_at_the_key() {
+    let cases = [
+        ("a/b", "must not contain `/` or `\\`"),
+        ("..", "without dots"),
+        ("a\\\\b", "must not contain `/` or `\\`"),
+        ("/etc/passwd", "must not contain `/`"),
+        ("a\\u001b[2J", "control character U+001B"),
+        ("tab\there", "control character U+0009"),
+        ("", "non-empty"),
+    ];
+    for (written, why) in cases {
+        let text = MINI.replacen("name = \"ab\"", &format!("name = \"{written}\""), 1);
+        let e = err(&text, &[]);
+        assert_eq!(e.line(), Some(9), "{e}");
+        assert!(e.key().is_some_and(|k| k.ends_with(".name")), "{e}");
+        assert!(e.message().contains(why), "{written}: {e}");
+    }
+    let long = "x".repeat(65);
     let e = err(
-        &format!("{text}[output]\npcap = [\"ba\", \"a/b\"]\npcap_per_link = true\n"),
+        &MINI.replacen("name = \"a\"", &format!("name = \"{long}\""), 1),
         &[],
     );
-    check(&e, 20, "output.pcap.1", "cannot name a file `a/b.pcapng`");
-    // In the merged trace the name only labels an interface, so it is fine there.
-    let merged = format!("{text}[output]\npcap = [\"ba\", \"a/b\"]\n");
-    assert!(load_str(&merged, "geo.toml", &[]).is_ok());
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "geo.toml:2:1: key `node.{x40}….name`: `{x40}…` is not a usable name: it has 65 \
+             characters; names have at most 64",
+            x40 = "x".repeat(40)
+        )
+    );
+    // The flows' names too, and a --set is blamed as such.
+    let e = err(&format!("{MINI}name = \"f/1\"\n"), &[]);
+    check(&e, 19, "flow.f/1.name", "must not contain `/`");
+}
+
+/// The scenario's `name` names the results folder: `..` and separators are refused (it
+/// wrote outside `results/` before the CLI made the folder name path-safe).
+#[test]
+fn scenario_name_cannot_leave_the_results_folder() {
+    for (name, why) in [
+        ("../../escape", "must not contain `/`"),
+        ("/tmp/anywhere", "must not contain `/`"),
+        ("..", "contain `..`"),
+        (".hidden", "start with a dot"),
+    ] {
+        let e = err(&format!("name = \"{name}\"\n{MINI}"), &[]);
+        check(&e, 1, "name", why);
+    }
+    let e = err(MINI, &["name=../x"]);
+    assert_eq!(e.origin(), "--set 'name=../x'", "{e}");
+    // Spaces and single dots are fine in the scenario's name.
+    let l = load_str(&format!("name = \"GEO 1.5 Mbps\"\n{MINI}"), "geo.toml", &[]).unwrap();
+    assert_eq!(l.scenario.name, "GEO 1.5 Mbps");
 }
 
 #[test]
@@ -364,4 +409,212 @@ fn flow_start_after_the_end() {
 fn names_with_dots_are_rejected() {
     let text = MINI.replacen("name = \"ab\"", "name = \"a.b\"", 1);
     check(&err(&text, &[]), 9, "link.a.b.name", "without dots");
+}
+
+/// `output.interval = "1ns"` filled the disk (1.1 GB of CSV a minute): the rows a run would
+/// sample are bounded, and the error names the key, the size and the interval that would do.
+#[test]
+fn sampling_volume_is_bounded() {
+    let e = err(&format!("{MINI}[output]\ninterval = \"1ns\"\n"), &[]);
+    assert_eq!(
+        e.to_string(),
+        "geo.toml:20:1: key `output.interval`: sampling 1 flow and 2 links every 1ns for 60s \
+         makes 180000000003 rows (about 10.8 TB of CSV); at most 10000000 are accepted: set \
+         `output.interval` to 19us or more, or shorten `duration`"
+    );
+    // A long run at the default interval is blamed on `duration`; without series the samples
+    // still cost time, so the bound holds, without the size.
+    let e = err(
+        &format!("duration = \"100h\"\n{MINI}[output]\nseries = false\n"),
+        &[],
+    );
+    check(&e, 1, "duration", "makes 108000003 rows; at most 10000000");
+    let e = err(MINI, &["output.interval=1us"]);
+    assert_eq!(e.origin(), "--set 'output.interval=1us'", "{e}");
+    // The interval the message proposes loads; one below it does not.
+    assert!(load_str(MINI, "geo.toml", &["output.interval=19us".into()]).is_ok());
+    assert!(load_str(MINI, "geo.toml", &["output.interval=18us".into()]).is_err());
+}
+
+/// Numbers that do not fit, and duplicate keys, had no line or no key (issue 15).
+#[test]
+fn numbers_that_do_not_fit_and_duplicate_keys_are_located() {
+    let e = err(&format!("seed = 99999999999999999999999\n{MINI}"), &[]);
+    assert_eq!(
+        e.to_string(),
+        "geo.toml:1:1: key `seed`: the integer 99999999999999999999999 does not fit in 64 bits \
+         (from -9223372036854775808 to 9223372036854775807)"
+    );
+    let e = err(
+        &with_link_keys("queue = { limit_packets = 0x1_0000_0000_0000_0000 }\n"),
+        &[],
+    );
+    check(
+        &e,
+        12,
+        "link.ab.queue.limit_packets",
+        "0x10000000000000000 does not fit",
+    );
+    let e = err(
+        &with_link_keys("error = { model = \"per\", per = 1e999 }\n"),
+        &[],
+    );
+    check(
+        &e,
+        12,
+        "link.ab.error.per",
+        "1e999 is too large for a 64-bit float",
+    );
+    // A huge float where a duration goes: shown as written, not as 301 digits.
+    let e = err(&format!("duration = 1e300\n{MINI}"), &[]);
+    assert_eq!(
+        e.to_string(),
+        "geo.toml:1:1: key `duration`: `1e300` is too large"
+    );
+    // Through --set: it became a string, and the message spoke of a string.
+    let e = err(MINI, &["seed=99999999999999999999"]);
+    assert_eq!(
+        e.to_string(),
+        "--set 'seed=99999999999999999999': key `seed`: the integer 99999999999999999999 does \
+         not fit in 64 bits (from -9223372036854775808 to 9223372036854775807)"
+    );
+    let e = err(&format!("seed = 1\nseed = 2\n{MINI}"), &[]);
+    assert_eq!(
+        e.to_string(),
+        "geo.toml:2:1: key `seed`: duplicate key: each key may be set only once in a table"
+    );
+    let e = err(&with_link_keys("rate = \"1Mbps\"\nrate = \"2Mbps\"\n"), &[]);
+    check(&e, 13, "link.ab.rate", "duplicate key");
+}
+
+/// An unknown key inside a link's `queue` or `error` lists the keys of that table only (it
+/// listed the link's `name`, `from`, `to` too), and points at the key itself.
+#[test]
+fn unknown_key_in_an_inner_table_lists_only_that_tables_keys() {
+    let e = err(
+        &with_link_keys("queue = { kind = \"drop_tail\", limt = 3 }\n"),
+        &[],
+    );
+    assert_eq!(
+        e.to_string(),
+        "geo.toml:12:31: key `link.ab.queue.limt`: unknown field `limt`, expected one of \
+         `kind`, `limit_packets`, `limit_bytes`, `ack`"
+    );
+    let e = err(
+        &with_link_keys("error = { model = \"per\", pr = 0.1 }\n"),
+        &[],
+    );
+    assert_eq!(
+        e.to_string(),
+        "geo.toml:12:26: key `link.ab.error.pr`: unknown field `pr`, expected `per` (did you \
+         mean `per`?)"
+    );
+    // Inside a middlebox chain's element, too.
+    let text = MINI.replacen(
+        "kind = \"router\"\n",
+        "kind = \"router\"\nmiddlebox = { kind = \"chain\", elements = [{ kind = \"snoop\", cache = 3 }] }\n",
+        1,
+    );
+    let e = err(&text, &[]);
+    check(
+        &e,
+        8,
+        "node.r.middlebox.elements.0.cache",
+        "unknown field `cache`",
+    );
+    assert!(!e.message().contains("`name`"), "{e}");
+    // At the link's own level, the link's own keys are still listed.
+    let e = err(&with_link_keys("form = \"a\"\n"), &[]);
+    assert!(
+        e.message()
+            .contains("`name`, `from` or `to` (did you mean `from`?)"),
+        "{e}"
+    );
+}
+
+/// Accepted silently before (issue 15): each is refused, at the key.
+#[test]
+fn silent_cases_are_refused() {
+    // A sweep of the [sweep] table itself.
+    let e = err(&format!("{MINI}[sweep]\nsweep = [1, 2]\n"), &[]);
+    assert_eq!(
+        e.to_string(),
+        "geo.toml:20:1: key `sweep.sweep`: a sweep cannot vary the `[sweep]` table itself"
+    );
+    // abc_segments = 0 (slow start would never grow the window).
+    let e = err(&format!("{MINI}tcp = {{ abc_segments = 0 }}\n"), &[]);
+    check(
+        &e,
+        19,
+        "flow.flow1.tcp.abc_segments",
+        "at least 1 segment per ACK",
+    );
+    // The same key twice on the command line: which one was meant?
+    let e = err(MINI, &["seed=3", "seed=4"]);
+    assert_eq!(
+        e.to_string(),
+        "--set 'seed=4': key `seed`: the same key is set by --set 'seed=3' too; give each key once"
+    );
+    let e = err(MINI, &["link.ab.rate=1Mbps", "link.0.rate=2Mbps"]);
+    assert!(e.message().contains("--set 'link.ab.rate=1Mbps'"), "{e}");
+}
+
+/// Sweeping or overriding a node's name broke every reference to it and the error blamed the
+/// file ("unknown node"); it is refused at the sweep key or the `--set`.
+#[test]
+fn renaming_an_element_by_sweep_or_set_is_refused() {
+    let e = err(
+        &format!("{MINI}[sweep]\n\"node.a.name\" = [\"x\", \"y\"]\n"),
+        &[],
+    );
+    assert_eq!(
+        e.to_string(),
+        "geo.toml:20:1: key `sweep.node.a.name`: `node.a.name` renames a node that other keys \
+         refer to by name; rename it in the file (names cannot be overridden or swept)"
+    );
+    let e = err(MINI, &["link.ab.name=x"]);
+    assert_eq!(e.origin(), "--set 'link.ab.name=x'", "{e}");
+    // `--set node=[]` names the --set, not the file.
+    let e = err(MINI, &["node=[]"]);
+    assert_eq!(
+        e.to_string(),
+        "--set 'node=[]': key `node`: the scenario has no nodes: add [[node]] tables (at least \
+         two hosts)"
+    );
+    // Flows are not referred to by name: renaming one is fine.
+    assert!(load_str(MINI, "geo.toml", &["flow.flow1.name=bulk".into()]).is_ok());
+}
+
+/// Sizes a small file could blow up: more elements than the routing table or memory allow, and
+/// a sweep whose points together would not fit in memory.
+#[test]
+fn element_counts_and_sweep_memory_are_bounded() {
+    let nodes: String = (0..2046)
+        .map(|i| format!("[[node]]\nname = \"n{i}\"\n"))
+        .collect();
+    let e = err(&format!("{MINI}{nodes}"), &[]);
+    assert_eq!(
+        e.to_string(),
+        "geo.toml:1:3: key `node`: 2049 [[node]] tables; at most 2048 are accepted \
+         (docs/scenario.md, \"Limits\")"
+    );
+    let nodes: String = (0..1021)
+        .map(|i| format!("[[node]]\nname = \"n{i}\"\n"))
+        .collect();
+    let seeds: Vec<String> = (0..100).map(|i| i.to_string()).collect();
+    let text = format!("{MINI}{nodes}[sweep]\nseed = [{}]\n", seeds.join(", "));
+    let e = err(&text, &[]);
+    let line = text.lines().count() - 1;
+    check(
+        &e,
+        line,
+        "sweep",
+        "the sweep builds 100 scenarios of about 16 MiB each",
+    );
+    assert!(
+        e.message().ends_with(
+            "at most 1024 MiB are accepted: sweep fewer values or use a smaller scenario"
+        ),
+        "{e}"
+    );
 }

@@ -525,3 +525,30 @@ proptest! {
         }
     }
 }
+
+/// Every scenario shipped in `scenarios/` loads within the limits (names, sampling volume,
+/// sizes) that the loader enforces.
+#[test]
+fn every_shipped_scenario_loads() {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "toml") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios"),
+        &mut files,
+    );
+    assert!(files.len() >= 9, "{files:?}");
+    for f in files {
+        if let Err(e) = load_file(&f, &[]) {
+            panic!("{}: {e}", f.display());
+        }
+    }
+}

@@ -5,24 +5,25 @@ use satpep_proto::dama::DamaConfig;
 use satpep_proto::link::LinkConfig;
 use toml::Value;
 
-use super::{join, join_index, key, typed_rel, Builder, Result};
+use std::collections::HashSet;
+
+use super::{join, join_index, key, typed_rel, Builder, Nodes, Result};
 use crate::keys::Seg;
-use crate::spec::{DamaSpec, LinkSpec, NodeSpec};
+use crate::spec::{DamaSpec, LinkSpec};
 
 /// Keys of a `[[dama]]` table that are not [`DamaConfig`] fields.
 const DAMA_OWN_KEYS: &[&str] = &["name", "gateway", "terminals"];
 
 impl Builder<'_, '_> {
     /// Read the `[[dama]]` tables and append one return interface per terminal to `links`.
-    pub(super) fn dama(
-        &self,
-        nodes: &[NodeSpec],
-        links: &mut Vec<LinkSpec>,
-    ) -> Result<Vec<DamaSpec>> {
+    pub(super) fn dama(&self, nodes: &Nodes, links: &mut Vec<LinkSpec>) -> Result<Vec<DamaSpec>> {
         let mut out: Vec<DamaSpec> = Vec::new();
+        let mut taken: HashSet<String> = HashSet::new();
+        let mut link_names: HashSet<String> = links.iter().map(|l| l.name.clone()).collect();
         for (i, t) in self.array_of_tables("dama")?.iter().enumerate() {
             let path = join_index(&key("dama"), i);
-            let name = self.name(t, &path, out.iter().map(|d| d.name.as_str()), "dama link")?;
+            let name = self.name(t, &path, |n| taken.contains(n), "dama link")?;
+            taken.insert(name.clone());
             let gateway = self.node_ref(t, &path, "gateway", nodes)?;
             let names = self.require::<Vec<String>>(t, &path, "terminals")?;
             if names.is_empty() {
@@ -37,7 +38,7 @@ impl Builder<'_, '_> {
             }
             let config =
                 typed_rel::<DamaConfig>(&Value::Table(rest)).map_err(|(rel, mut msg)| {
-                    if msg.starts_with("unknown field") {
+                    if msg.starts_with("unknown field") && rel.len() == 1 {
                         msg.push_str(", `name`, `gateway` or `terminals`");
                     }
                     self.err(&[path.clone(), rel].concat(), msg)
@@ -47,9 +48,10 @@ impl Builder<'_, '_> {
                 self.err(&[path.clone(), rel].concat(), msg)
             })?;
             let mut terminals = Vec::with_capacity(names.len());
+            let mut listed = HashSet::with_capacity(names.len());
             let tpath = join(&path, "terminals");
             for (j, n) in names.iter().enumerate() {
-                let Some(idx) = nodes.iter().position(|node| &node.name == n) else {
+                let Some(&idx) = nodes.index.get(n) else {
                     return Err(self.err(&join_index(&tpath, j), format!("no node named `{n}`")));
                 };
                 if idx == gateway {
@@ -58,7 +60,7 @@ impl Builder<'_, '_> {
                         format!("`{n}` is the gateway; terminals send toward it"),
                     ));
                 }
-                if terminals.contains(&idx) {
+                if !listed.insert(idx) {
                     return Err(self.err(
                         &join_index(&tpath, j),
                         format!("terminal `{n}` is listed twice"),
@@ -85,7 +87,7 @@ impl Builder<'_, '_> {
             let mut link_ids = Vec::with_capacity(terminals.len());
             for &term in &terminals {
                 let lname = format!("{name}.{}", nodes[term].name);
-                if links.iter().any(|l| l.name == lname) {
+                if !link_names.insert(lname.clone()) {
                     return Err(self.err(
                         &join(&path, "name"),
                         format!(
