@@ -290,7 +290,7 @@ fn an_interrupted_sweep_writes_whole_outputs() {
         .arg(&out)
         .args([
             "--set",
-            "duration=\"100000s\"",
+            "duration=\"10000s\"",
             "--set",
             "stop_when_done=false",
         ])
