@@ -41,6 +41,7 @@ pub fn every_kind() -> Vec<MiddleboxConfig> {
         remote,
         arrival_port: Some(0),
         ports: Vec::new(),
+        peers: vec![Ipv4Addr::new(10, 0, 2, 1)],
     };
     vec![
         MiddleboxConfig::PassThrough,
