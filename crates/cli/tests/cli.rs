@@ -1,15 +1,10 @@
 //! The `satpep` binary as a user runs it.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn satpep(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_satpep"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("satpep runs")
-}
+mod common;
+use common::satpep;
 
 fn text(o: &Output) -> (String, String) {
     (

@@ -1,15 +1,10 @@
 //! `satpep plot` as a user runs it: overlays, exit codes, seed sweeps.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn satpep(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_satpep"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("satpep runs")
-}
+mod common;
+use common::satpep;
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

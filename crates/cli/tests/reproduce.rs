@@ -2,15 +2,9 @@
 //! and the real docs check (every paper, 3.6–6.4 min of release-mode wall time on two cores).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn satpep(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_satpep"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("satpep runs")
-}
+mod common;
+use common::satpep;
 
 fn docs() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/reproductions")

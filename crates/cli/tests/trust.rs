@@ -3,16 +3,11 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn satpep(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_satpep"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("satpep runs")
-}
+mod common;
+use common::satpep;
 
 fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
@@ -20,6 +15,28 @@ fn read(p: &Path) -> String {
 
 fn json(p: &Path) -> serde_json::Value {
     serde_json::from_str(&read(p)).unwrap()
+}
+
+/// Waits until `file` holds `bytes`, sends SIGINT to `child` (with the shell's builtin `kill`:
+/// no extra package, no unsafe code) and returns its output and stderr.
+fn interrupt_once_written(
+    child: std::process::Child,
+    file: &Path,
+    bytes: u64,
+) -> (std::process::Output, String) {
+    let t0 = Instant::now();
+    while std::fs::metadata(file).map_or(0, |m| m.len()) < bytes {
+        assert!(t0.elapsed() < Duration::from_secs(60), "no rows after 60 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let kill = Command::new("sh")
+        .args(["-c", &format!("kill -INT {}", child.id())])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    (o, stderr)
 }
 
 /// Every row has the header's field count, and no (time, name) pair appears twice.
@@ -70,19 +87,7 @@ fn an_interrupted_run_leaves_whole_outputs_marked_incomplete() {
         .spawn()
         .unwrap();
     // Wait until rows are being written, then interrupt.
-    let t0 = Instant::now();
-    while std::fs::metadata(out.join("flows.csv")).map_or(0, |m| m.len()) < 200_000 {
-        assert!(t0.elapsed() < Duration::from_secs(60), "no rows after 60 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    // The shell's builtin `kill`: no extra package, no unsafe code.
-    let kill = Command::new("sh")
-        .args(["-c", &format!("kill -INT {}", child.id())])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let o = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
+    let (o, stderr) = interrupt_once_written(child, &out.join("flows.csv"), 200_000);
     assert_eq!(o.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("interrupted at"), "{stderr}");
     let summary = json(&out.join("summary.json"));
@@ -299,18 +304,7 @@ fn an_interrupted_sweep_writes_whole_outputs() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    while std::fs::metadata(out.join("run-000/flows.csv")).map_or(0, |m| m.len()) < 100_000 {
-        assert!(t0.elapsed() < Duration::from_secs(60), "no rows after 60 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let kill = Command::new("sh")
-        .args(["-c", &format!("kill -INT {}", child.id())])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let o = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
+    let (o, stderr) = interrupt_once_written(child, &out.join("run-000/flows.csv"), 100_000);
     assert_eq!(o.status.code(), Some(130), "{stderr}");
     assert!(
         stderr.contains("sweep.csv holds the 0 of 8 runs"),

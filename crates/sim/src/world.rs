@@ -134,6 +134,24 @@ impl Outputs {
     }
 }
 
+/// One flows.csv row: sender `ep`'s state now, and the bytes its listener has delivered.
+fn sender_sample(now: Instant, flow: usize, ep: &TcpEndpoint, delivered: u64) -> FlowSample {
+    FlowSample {
+        time: now,
+        flow,
+        cwnd: ep.cwnd(),
+        ssthresh: ep.ssthresh(),
+        srtt: ep.rtt().srtt(),
+        rto: ep.rtt().rto(),
+        rwnd: ep.snd_wnd(),
+        bytes_in_flight: ep.bytes_in_flight(),
+        snd_una: ep.bytes_acked(),
+        snd_nxt: ep.bytes_sent_new(),
+        delivered,
+        retransmissions: ep.stats().retransmissions,
+    }
+}
+
 /// Routers whose middlebox is, or chains, a split-TCP relay, in node order.
 fn split_routers(scenario: &Scenario) -> Vec<NodeId> {
     scenario
@@ -814,20 +832,7 @@ impl Simulation {
         for i in 0..self.flows.len() {
             let loc = self.flows[i];
             let (ep, rx) = (&self.conn(loc.opener).ep, &self.conn(loc.listener).ep);
-            rows.push(FlowSample {
-                time: now,
-                flow: i,
-                cwnd: ep.cwnd(),
-                ssthresh: ep.ssthresh(),
-                srtt: ep.rtt().srtt(),
-                rto: ep.rtt().rto(),
-                rwnd: ep.snd_wnd(),
-                bytes_in_flight: ep.bytes_in_flight(),
-                snd_una: ep.bytes_acked(),
-                snd_nxt: ep.bytes_sent_new(),
-                delivered: rx.bytes_delivered(),
-                retransmissions: ep.stats().retransmissions,
-            });
+            rows.push(sender_sample(now, i, ep, rx.bytes_delivered()));
         }
         rows.extend(leg_rows);
         let interval = match since {
@@ -894,20 +899,7 @@ impl Simulation {
                         }
                         _ => 0,
                     };
-                    rows.push(FlowSample {
-                        time: now,
-                        flow: n + r * n + i,
-                        cwnd: ep.cwnd(),
-                        ssthresh: ep.ssthresh(),
-                        srtt: ep.rtt().srtt(),
-                        rto: ep.rtt().rto(),
-                        rwnd: ep.snd_wnd(),
-                        bytes_in_flight: ep.bytes_in_flight(),
-                        snd_una: ep.bytes_acked(),
-                        snd_nxt: ep.bytes_sent_new(),
-                        delivered,
-                        retransmissions: ep.stats().retransmissions,
-                    });
+                    rows.push(sender_sample(now, n + r * n + i, ep, delivered));
                 }
             }
         }
