@@ -187,3 +187,25 @@ fn non_utf8_file_is_located() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The `scenario_load` fuzz target's corpus runs through the loader on stable Rust, in CI:
+/// every file gives a scenario or a located error, never a panic.
+#[test]
+fn scenario_load_corpus_runs_clean() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/scenario_load");
+    let mut files = 0;
+    for f in std::fs::read_dir(&dir)
+        .expect("fuzz/corpus/scenario_load exists")
+        .flatten()
+    {
+        let bytes = std::fs::read(f.path()).unwrap();
+        if let Ok(text) = std::str::from_utf8(&bytes) {
+            if let Err(e) = satpep_scenario::load_str(text, "fuzz.toml", &[]) {
+                assert!(e.to_string().starts_with("fuzz.toml"), "{e}");
+            }
+        }
+        files += 1;
+    }
+    assert!(files >= 10, "{files} corpus files");
+}
