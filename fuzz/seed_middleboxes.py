@@ -1,6 +1,7 @@
 """Seed fuzz/corpus/middleboxes from real traffic: the packets of satpep traces (trace.pcapng of
 `satpep sim` runs) as the target's records [port, delta_ms, header_len, len_hi, len_lo, bytes].
-Usage: python3 fuzz/seed_middleboxes.py OUT_DIR NAME TRACE.pcapng [max_packets]"""
+Usage: python3 fuzz/seed_middleboxes.py OUT_DIR NAME TRACE.pcapng [max_packets]
+Name seeds `seed_*`: only those are tracked (fuzz/.gitignore), the fuzzer's finds are not."""
 import os
 import struct
 import sys
