@@ -6,6 +6,8 @@
 //! satpep-proto (`LinkConfig`, `TcpConfig`) go through serde, with `serde_path_to_error` giving
 //! the path inside them.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
 
@@ -19,10 +21,13 @@ use toml::{Table, Value};
 use crate::error::ScenarioError;
 use crate::keys::{join, join_index, KeyPath, Seg, Sources};
 use crate::names;
-use crate::routes::{self, TraceError};
+use crate::routes::{self, Routes, RoutesError, TraceError};
 use crate::spec::{AppSpec, FlowSpec, LinkSpec, NodeKind, NodeSpec, OutputSpec, Scenario};
 
 mod dama;
+mod expand;
+
+use expand::Origin;
 
 type Result<T, E = ScenarioError> = std::result::Result<T, E>;
 
@@ -54,15 +59,26 @@ const OUTPUT_KEYS: &[&str] = &["interval", "pcap", "pcap_per_link", "series", "p
 
 /// Build and validate the scenario in `root` (which must no longer hold `[sweep]`).
 pub(crate) fn build(src: &Sources<'_>, root: &Table, default_name: &str) -> Result<Scenario> {
-    Builder { src, root }.scenario(default_name)
+    Builder {
+        src,
+        root,
+        origins: RefCell::default(),
+        default_tcp_config: RefCell::default(),
+    }
+    .scenario(default_name)
 }
 
 struct Builder<'s, 'a> {
     src: &'s Sources<'a>,
     root: &'s Table,
+    /// For each array expanded by `count` ([`Builder::elements`]): where each element came
+    /// from, so that errors point at the table as written.
+    origins: RefCell<HashMap<&'static str, Vec<Origin>>>,
+    /// `[defaults.tcp]` parsed, once a flow without its own `tcp` has needed it.
+    default_tcp_config: RefCell<Option<TcpConfig>>,
 }
 
-impl Builder<'_, '_> {
+impl<'s> Builder<'s, '_> {
     fn scenario(&self, default_name: &str) -> Result<Scenario> {
         let root = self.root;
         self.check_keys(root, &[], ROOT_KEYS)?;
@@ -133,7 +149,7 @@ impl Builder<'_, '_> {
     }
 
     fn nodes(&self) -> Result<Nodes> {
-        let elements = self.array_of_tables("node")?;
+        let elements = self.elements("node")?;
         if elements.is_empty() {
             return Err(self.err(
                 &key("node"),
@@ -154,7 +170,10 @@ impl Builder<'_, '_> {
             let address = match given {
                 Some(a) => a,
                 None => auto_address(i).ok_or_else(|| {
-                    self.err(&path, "too many nodes for automatic addresses (65536)")
+                    self.err(
+                        &path,
+                        "too many nodes for automatic addresses (16 646 144); give addresses",
+                    )
                 })?,
             };
             let middlebox = match t.get("middlebox") {
@@ -205,7 +224,7 @@ impl Builder<'_, '_> {
     fn links(&self, nodes: &Nodes) -> Result<Vec<LinkSpec>> {
         let mut links: Vec<LinkSpec> = Vec::new();
         let mut taken: HashSet<String> = HashSet::new();
-        for (i, t) in self.array_of_tables("link")?.iter().enumerate() {
+        for (i, t) in self.elements("link")?.iter().enumerate() {
             let path = join_index(&key("link"), i);
             let name = self.name(t, &path, |n| taken.contains(n), "link")?;
             taken.insert(name.clone());
@@ -214,7 +233,7 @@ impl Builder<'_, '_> {
             if from == to {
                 return Err(self.err(&join(&path, "to"), "a link must join two different nodes"));
             }
-            let mut rest = (*t).clone();
+            let mut rest = t.clone().into_owned();
             for k in LINK_OWN_KEYS {
                 rest.remove(*k);
             }
@@ -244,8 +263,27 @@ impl Builder<'_, '_> {
         nodes: &Nodes,
         links: &[LinkSpec],
         link_index: &HashMap<&str, usize>,
-    ) -> Result<Vec<Vec<Option<usize>>>> {
-        let mut routes = routes::shortest(nodes.len(), links);
+    ) -> Result<Routes> {
+        let mut routes = Routes::shortest(nodes.len(), links).map_err(|e| match e {
+            RoutesError::TooDeep { node } => self.err(
+                &key("link"),
+                format!(
+                    "node `{}` is more than {} hops from the rest of the network (a chain of \
+                     links that long could not be crossed within IPv4's TTL)",
+                    nodes[node].name,
+                    routes::MAX_DEPTH
+                ),
+            ),
+            RoutesError::CoreTooLarge { core } => self.err(
+                &key("link"),
+                format!(
+                    "{core} nodes have links to two or more other nodes; routes among at most \
+                     {} such nodes are computed (hosts and terminals that hang off one \
+                     neighbour do not count: docs/scenario.md, \"Limits\")",
+                    routes::MAX_CORE
+                ),
+            ),
+        })?;
         for (i, t) in self.array_of_tables("route")?.iter().enumerate() {
             let path = join_index(&key("route"), i);
             self.check_keys(t, &path, ROUTE_KEYS)?;
@@ -273,7 +311,7 @@ impl Builder<'_, '_> {
                     ),
                 ));
             }
-            routes[node][dst] = Some(link);
+            routes.set(node, dst, link);
         }
         Ok(routes)
     }
@@ -282,7 +320,7 @@ impl Builder<'_, '_> {
         &self,
         nodes: &Nodes,
         links: &[LinkSpec],
-        routes: &[Vec<Option<usize>>],
+        routes: &Routes,
         default_tcp: &Table,
         duration: Duration,
     ) -> Result<Vec<FlowSpec>> {
@@ -290,7 +328,7 @@ impl Builder<'_, '_> {
         let mut names: HashSet<String> = HashSet::new();
         // (from, to, src_port, dst_port) → flow index, for the duplicate check.
         let mut ends: HashMap<(usize, usize, u16, u16), usize> = HashMap::new();
-        for (i, t) in self.array_of_tables("flow")?.iter().enumerate() {
+        for (i, t) in self.elements("flow")?.iter().enumerate() {
             let path = join_index(&key("flow"), i);
             self.check_keys(t, &path, FLOW_KEYS)?;
             let name = match t.get("name") {
@@ -331,8 +369,11 @@ impl Builder<'_, '_> {
                 ));
             }
             let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
-            let dst_port = self.port(t, &path, "port", n.saturating_add(5000))?;
-            let src_port = self.port(t, &path, "src_port", n.saturating_add(40000))?;
+            // 5000 + n and 40000 + n, wrapping past 65535 (so 100 000 flows between two hosts
+            // still get distinct port pairs).
+            let wrap = |base: u32| base + 1 + (n - 1) % (65_535 - base);
+            let dst_port = self.port(t, &path, "port", wrap(5000))?;
+            let src_port = self.port(t, &path, "src_port", wrap(40_000))?;
             if let Some(&other) = ends.get(&(from, to, src_port, dst_port)) {
                 return Err(self.err(
                     &join(&path, "port"),
@@ -388,12 +429,22 @@ impl Builder<'_, '_> {
         let own_path = join(path, "tcp");
         let own = match t.get("tcp") {
             Some(v) => self.table(v, &own_path)?.clone(),
-            None => Table::new(),
+            // Most flows (all of a `count` table's copies) take the defaults as they are:
+            // parse those once.
+            None => {
+                if let Some(c) = self.default_tcp_config.borrow().as_ref() {
+                    return Ok(c.clone());
+                }
+                Table::new()
+            }
         };
         let mut merged = default_tcp.clone();
         merged.extend(own.clone());
         let checked =
             typed_rel::<TcpConfig>(&Value::Table(merged)).and_then(|c| check_tcp(&c).map(|()| c));
+        if let (Ok(c), true) = (&checked, own.is_empty()) {
+            *self.default_tcp_config.borrow_mut() = Some(c.clone());
+        }
         checked.map_err(|(rel, msg)| {
             let in_own = matches!(rel.first(), Some(Seg::Key(k)) if own.contains_key(k))
                 || default_tcp.is_empty();
@@ -461,7 +512,8 @@ impl Builder<'_, '_> {
     ) -> Result<()> {
         let interval = output.interval.as_nanos().max(1);
         let samples = u128::from(duration.as_nanos() / interval) + 1;
-        let series = (flows + links) as u128;
+        // Without series files nothing is written per flow or link: only the ticks count.
+        let series = if output.series { flows + links } else { 1 } as u128;
         let rows = samples * series;
         if rows <= u128::from(MAX_SERIES_ROWS) {
             return Ok(());
@@ -481,19 +533,25 @@ impl Builder<'_, '_> {
             key("duration")
         };
         let what = if output.series {
-            format!(" (about {} of CSV)", human_bytes(bytes))
+            format!(
+                "sampling {} and {} every {} for {duration} makes {rows} rows (about {} of \
+                 CSV)",
+                count(flows, "flow"),
+                count(links, "link"),
+                output.interval,
+                human_bytes(bytes)
+            )
         } else {
-            String::new()
+            format!(
+                "sampling every {} for {duration} makes {rows} samples",
+                output.interval
+            )
         };
         Err(self.err(
             &at,
             format!(
-                "sampling {} and {} every {} for {duration} makes {rows} \
-                 rows{what}; at most {MAX_SERIES_ROWS} are accepted: set `output.interval` to \
-                 {needed} or more, or shorten `duration`",
-                count(flows, "flow"),
-                count(links, "link"),
-                output.interval
+                "{what}; at most {MAX_SERIES_ROWS} are accepted: set `output.interval` to \
+                 {needed} or more, or shorten `duration`"
             ),
         ))
     }
@@ -501,7 +559,46 @@ impl Builder<'_, '_> {
     // --- helpers -------------------------------------------------------------------------
 
     fn err(&self, path: &[Seg], message: impl Into<String>) -> ScenarioError {
+        let mut message = message.into();
+        // An element made by `count`: point at the table as written, and say which copy.
+        if let [Seg::Key(k), Seg::Index(i), rest @ ..] = path {
+            if let Some(o) = self
+                .origins
+                .borrow()
+                .get(k.as_str())
+                .and_then(|o| o.get(*i))
+            {
+                let mut at = vec![Seg::Key(k.clone()), Seg::Index(o.index)];
+                at.extend_from_slice(rest);
+                if let Some(copy) = o.copy {
+                    message.push_str(&format!(" (in copy i = {copy} of this `count` table)"));
+                }
+                return self.src.error(self.root, &at, message);
+            }
+        }
         self.src.error(self.root, path, message)
+    }
+
+    /// The `[[k]]` tables with every `count` table copied (`build::expand`); errors inside
+    /// the copies are then located at the table as written ([`Builder::err`]).
+    fn elements(&self, k: &'static str) -> Result<Vec<Cow<'s, Table>>> {
+        let written = self.array_of_tables(k)?;
+        let max = MAX_ELEMENTS
+            .iter()
+            .find(|(name, _)| *name == k)
+            .map_or(usize::MAX, |&(_, max)| max);
+        let expanded = expand::expand(&written, max).map_err(|e| {
+            let mut path = join_index(&key(k), e.index);
+            path.extend(
+                e.key
+                    .split('.')
+                    .filter(|s| !s.is_empty())
+                    .map(|s| Seg::Key(s.into())),
+            );
+            self.err(&path, e.message)
+        })?;
+        self.origins.borrow_mut().insert(k, expanded.origins);
+        Ok(expanded.tables)
     }
 
     fn check_keys(&self, t: &Table, path: &[Seg], allowed: &[&str]) -> Result<()> {
@@ -537,7 +634,7 @@ impl Builder<'_, '_> {
             .ok_or_else(|| self.err(path, format!("expected a table, got {}", type_name(v))))
     }
 
-    fn array_of_tables(&self, k: &str) -> Result<Vec<&Table>> {
+    fn array_of_tables(&self, k: &str) -> Result<Vec<&'s Table>> {
         let Some(v) = self.root.get(k) else {
             return Ok(Vec::new());
         };
@@ -650,16 +747,16 @@ fn human_bytes(bytes: u128) -> String {
     }
 }
 
-/// Most nodes a scenario may have: `Scenario::routes` has nodes² entries (64 MiB at 2048) and is
-/// computed by one breadth-first search per node.
-pub const MAX_NODES: usize = 2048;
+/// Most nodes a scenario may have: routes take memory linear in the nodes (see
+/// `routes::Routes`), about 60 bytes each once loaded.
+pub const MAX_NODES: usize = 1 << 20;
 
-/// Most elements of each array of tables. Nodes: see [`MAX_NODES`]; links: the route search
-/// costs nodes × links; flows: about 10 KB of memory each once loaded (each holds its full TCP
-/// configuration, twice with `Loaded::resolved`), so 100 000 flows take about 1 GB.
+/// Most elements of each array of tables, after `count` copies are made. Flows: about 10 KB of
+/// memory each once loaded (each holds its full TCP configuration, twice with
+/// `Loaded::resolved`), so 100 000 flows take about 1 GB.
 pub const MAX_ELEMENTS: [(&str, usize); 5] = [
     ("node", MAX_NODES),
-    ("link", 16_384),
+    ("link", 2 * MAX_NODES),
     ("route", 100_000),
     ("flow", 100_000),
     ("dama", 1024),
@@ -776,10 +873,18 @@ fn unknown_name<'n>(what: &str, name: &str, known: impl Iterator<Item = &'n Stri
     )
 }
 
+/// `10.<index / 256>.<index % 256>.1` for the first 65 536 nodes, then the same with the last
+/// byte 2, 3, … 254 (so the first addresses never change as a scenario grows).
 fn auto_address(index: usize) -> Option<Ipv4Addr> {
-    let hi = u8::try_from(index / 256).ok()?;
-    let lo = u8::try_from(index % 256).ok()?;
-    Some(Ipv4Addr::new(10, hi, lo, 1))
+    let block = index / 65_536;
+    let last = u8::try_from(block + 1).ok().filter(|&b| b < 255)?;
+    let within = index % 65_536;
+    Some(Ipv4Addr::new(
+        10,
+        (within / 256) as u8,
+        (within % 256) as u8,
+        last,
+    ))
 }
 
 /// Semantic checks of a TCP config; the path is relative to its `tcp` table.

@@ -34,6 +34,7 @@ pub use spec::{
 pub use build::{MAX_ELEMENTS, MAX_NODES, MAX_SERIES_ROWS};
 use keys::{KeyPath, Seg, Setter, Sources};
 pub use names::MAX_NAME_CHARS;
+pub use routes::{Routes, MAX_CORE, MAX_DEPTH};
 
 /// Largest scenario text accepted, in bytes (16 MiB). A 100 000-flow scenario is about 8 MB;
 /// loading costs about 10× the text in memory (docs/performance.md, "Scenario loading"), so
@@ -302,7 +303,7 @@ fn check_sweep_memory(
         .fold(1u64, |acc, k| acc.saturating_mul(k.values.len() as u64));
     let n = base.nodes.len() as u64;
     let per_point = n * size_of::<NodeSpec>() as u64
-        + n * n * size_of::<Option<usize>>() as u64
+        + base.routes.heap_bytes() as u64
         + base.links.len() as u64 * size_of::<LinkSpec>() as u64
         + base.flows.len() as u64 * size_of::<FlowSpec>() as u64;
     let total = points.saturating_mul(per_point);

@@ -12,6 +12,8 @@ use satpep_proto::middlebox::MiddleboxConfig;
 use satpep_proto::tcp::TcpConfig;
 use satpep_proto::{ByteSize, Duration};
 use serde::{Deserialize, Serialize};
+
+use crate::routes::Routes;
 use toml::{Table, Value};
 
 /// A loaded, validated scenario.
@@ -35,11 +37,12 @@ pub struct Scenario {
     pub dama: Vec<DamaSpec>,
     /// What to record.
     pub output: OutputSpec,
-    /// For each node, the outgoing link index toward each destination node:
-    /// `routes[node][dst] = Some(link index)`, `None` for `node == dst` or when `dst` is
-    /// unreachable. Fewest hops (BFS), ties broken by the lowest link index, then `[[route]]`
-    /// overrides.
-    pub routes: Vec<Vec<Option<usize>>>,
+    /// For each node, the outgoing link toward each destination node
+    /// (`routes.next(node, dst)`): fewest hops, ties broken by the lowest link index, then
+    /// `[[route]]` overrides. Held in memory linear in the number of nodes (see
+    /// [`Routes`]); not serialized (run.json writes the `[[route]]` overrides).
+    #[serde(skip)]
+    pub routes: Routes,
 }
 
 /// What a node does with packets.
@@ -199,8 +202,9 @@ impl Scenario {
     /// The scenario written back in the file format with every default spelled out, for
     /// `run.json` and for re-running: loading `toml::to_string(&s.to_table())` gives `s` again.
     ///
-    /// `[defaults.tcp]` is folded into each flow's full `tcp` table, and only the routes that
-    /// differ from the automatic ones are written as `[[route]]`.
+    /// `[defaults.tcp]` is the first flow's full `tcp` table and each flow's `tcp` holds what
+    /// differs from it; only the routes that differ from the automatic ones are written as
+    /// `[[route]]`.
     pub fn to_table(&self) -> Table {
         let mut t = Table::new();
         t.insert("name".into(), self.name.clone().into());
@@ -256,27 +260,41 @@ impl Scenario {
             });
             t.insert("dama".into(), Value::Array(dama.collect()));
         }
-        let auto = crate::routes::shortest(self.nodes.len(), &self.links);
         let mut routes = Vec::new();
-        for (n, row) in self.routes.iter().enumerate() {
-            for (d, link) in row.iter().enumerate() {
-                let Some(link) = link else { continue };
-                if auto.get(n).and_then(|r| r.get(d)) == Some(&Some(*link)) {
-                    continue;
-                }
-                let mut e = Table::new();
-                e.insert("node".into(), node_name(n));
-                e.insert("dst".into(), node_name(d));
-                e.insert(
-                    "link".into(),
-                    self.links.get(*link).map_or("", |l| l.name.as_str()).into(),
-                );
-                routes.push(Value::Table(e));
-            }
+        for (n, d, link) in self.routes.overrides() {
+            let mut e = Table::new();
+            e.insert("node".into(), node_name(n));
+            e.insert("dst".into(), node_name(d));
+            e.insert(
+                "link".into(),
+                self.links.get(link).map_or("", |l| l.name.as_str()).into(),
+            );
+            routes.push(Value::Table(e));
         }
         if !routes.is_empty() {
             t.insert("route".into(), Value::Array(routes));
         }
+        // The first flow's TCP table, every key spelled out, becomes `[defaults.tcp]`; each
+        // flow then writes only the keys where it differs (none, for most), so run.json grows
+        // by about 200 bytes per flow rather than 3.5 KB.
+        let defaults = match self.flows.first().map(|f| to_value(&f.tcp)) {
+            Some(Value::Table(d)) => d,
+            _ => Table::new(),
+        };
+        if !defaults.is_empty() {
+            let mut d = Table::new();
+            d.insert("tcp".into(), Value::Table(defaults.clone()));
+            t.insert("defaults".into(), Value::Table(d));
+        }
+        let differs = |tcp: Value| -> Option<Value> {
+            let Value::Table(full) = tcp else {
+                return Some(tcp);
+            };
+            let own: Table = (full.into_iter())
+                .filter(|(k, v)| defaults.get(k) != Some(v))
+                .collect();
+            (!own.is_empty()).then_some(Value::Table(own))
+        };
         let flows = self.flows.iter().map(|f| {
             let mut e = Table::new();
             e.insert("name".into(), f.name.clone().into());
@@ -286,7 +304,9 @@ impl Scenario {
             e.insert("port".into(), i64::from(f.dst_port).into());
             e.insert("src_port".into(), i64::from(f.src_port).into());
             e.insert("app".into(), to_value(&f.app));
-            e.insert("tcp".into(), to_value(&f.tcp));
+            if let Some(tcp) = differs(to_value(&f.tcp)) {
+                e.insert("tcp".into(), tcp);
+            }
             Value::Table(e)
         });
         t.insert("flow".into(), Value::Array(flows.collect()));

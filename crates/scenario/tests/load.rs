@@ -122,17 +122,26 @@ fn default_routes_follow_the_satellite_hop() {
         node(&s, "terminal"),
         node(&s, "client"),
     );
-    assert_eq!(s.routes[gateway][client], Some(link(&s, "forward")));
-    assert_eq!(s.routes[server][client], Some(link(&s, "server-gateway")));
+    assert_eq!(s.routes.next(gateway, client), Some(link(&s, "forward")));
     assert_eq!(
-        s.routes[terminal][client],
+        s.routes.next(server, client),
+        Some(link(&s, "server-gateway"))
+    );
+    assert_eq!(
+        s.routes.next(terminal, client),
         Some(link(&s, "terminal-client"))
     );
-    assert_eq!(s.routes[client][server], Some(link(&s, "client-terminal")));
-    assert_eq!(s.routes[terminal][server], Some(link(&s, "return")));
-    assert_eq!(s.routes[gateway][server], Some(link(&s, "gateway-server")));
+    assert_eq!(
+        s.routes.next(client, server),
+        Some(link(&s, "client-terminal"))
+    );
+    assert_eq!(s.routes.next(terminal, server), Some(link(&s, "return")));
+    assert_eq!(
+        s.routes.next(gateway, server),
+        Some(link(&s, "gateway-server"))
+    );
     for n in 0..4 {
-        assert_eq!(s.routes[n][n], None);
+        assert_eq!(s.routes.next(n, n), None);
     }
 }
 
@@ -322,12 +331,12 @@ fn route_override_is_kept_and_resolved() {
     let l = load_str(&text, "r.toml", &[]).unwrap();
     let s = &l.scenario;
     assert_eq!(
-        s.routes[node(s, "gateway")][node(s, "client")],
+        s.routes.next(node(s, "gateway"), node(s, "client")),
         Some(link(s, "backup"))
     );
     // gateway → terminal is still the lower-index forward link.
     assert_eq!(
-        s.routes[node(s, "gateway")][node(s, "terminal")],
+        s.routes.next(node(s, "gateway"), node(s, "terminal")),
         Some(link(s, "forward"))
     );
     let routes = l.resolved["route"].as_array().unwrap();
@@ -551,4 +560,129 @@ fn every_shipped_scenario_loads() {
             panic!("{}: {e}", f.display());
         }
     }
+}
+
+/// A star of `n` terminals, each with a flow toward the hub, written out table by table.
+fn star_written_out(n: usize) -> String {
+    let mut s =
+        String::from("[[node]]\nname = \"hub\"\nkind = \"router\"\n[[node]]\nname = \"srv\"\n");
+    for i in 0..n {
+        s.push_str(&format!("[[node]]\nname = \"t{i}\"\n"));
+    }
+    s.push_str("[[link]]\nname = \"hub-srv\"\nfrom = \"hub\"\nto = \"srv\"\n");
+    s.push_str("[[link]]\nname = \"srv-hub\"\nfrom = \"srv\"\nto = \"hub\"\n");
+    for i in 0..n {
+        s.push_str(&format!(
+            "[[link]]\nname = \"up{i}\"\nfrom = \"t{i}\"\nto = \"hub\"\nrate = \"{}kbps\"\n",
+            64 * (i % 4 + 1)
+        ));
+        s.push_str(&format!(
+            "[[link]]\nname = \"down{i}\"\nfrom = \"hub\"\nto = \"t{i}\"\n"
+        ));
+    }
+    for i in 0..3 * n {
+        s.push_str(&format!(
+            "[[flow]]\nname = \"f{i}\"\nfrom = \"t{}\"\nto = \"srv\"\nstart = \"{}ms\"\n",
+            i % n,
+            i * 10 + 5
+        ));
+    }
+    s
+}
+
+/// The same star in a few lines with `count`.
+const STAR_COUNTED: &str = r#"
+[[node]]
+name = "hub"
+kind = "router"
+[[node]]
+name = "srv"
+[[node]]
+count = 50
+name = "t{i}"
+[[link]]
+name = "hub-srv"
+from = "hub"
+to = "srv"
+[[link]]
+name = "srv-hub"
+from = "srv"
+to = "hub"
+[[link]]
+count = 50
+name = "up{i}"
+from = "t{i}"
+to = "hub"
+rate = "{i%4+1*64}kbps"
+[[link]]
+count = 50
+name = "down{i}"
+from = "hub"
+to = "t{i}"
+[[flow]]
+count = 150
+name = "f{i}"
+from = "t{i%50}"
+to = "srv"
+start = "{i*10+5}ms"
+"#;
+
+#[test]
+fn count_tables_load_exactly_as_if_written_out() {
+    // Links are interleaved when written out (up0, down0, up1, …) but grouped with `count`
+    // (up0 … up49, down0 …): compare the counted form with the same order written out.
+    let written = star_written_out(50);
+    let counted = load_str(STAR_COUNTED, "star.toml", &[]).unwrap();
+    let s = &counted.scenario;
+    assert_eq!(s.nodes.len(), 52);
+    assert_eq!(s.links.len(), 102);
+    assert_eq!(s.flows.len(), 150);
+    assert_eq!(s.links[2].name, "up0");
+    assert_eq!(s.links[2].config.rate.bps(), 64_000);
+    assert_eq!(s.links[5].config.rate.bps(), 256_000);
+    assert_eq!(s.flows[149].name, "f149");
+    assert_eq!(s.flows[149].from, node(s, "t49"));
+    assert_eq!(
+        s.flows[149].start,
+        satpep_proto::Duration::from_millis(1495)
+    );
+    // Everything else matches the written-out file, element by element.
+    let w = load_str(&written, "star.toml", &[]).unwrap();
+    assert_eq!(w.scenario.nodes, s.nodes);
+    assert_eq!(w.scenario.flows, s.flows);
+    let by_name = |l: &satpep_scenario::LinkSpec| (l.name.clone(), l.from, l.to, l.config.clone());
+    let mut a: Vec<_> = w.scenario.links.iter().map(by_name).collect();
+    let mut b: Vec<_> = s.links.iter().map(by_name).collect();
+    a.sort_by(|x, y| x.0.cmp(&y.0));
+    b.sort_by(|x, y| x.0.cmp(&y.0));
+    assert_eq!(a, b);
+    // run.json writes the copies out; it loads back to the same scenario, with each flow's tcp
+    // written once in [defaults.tcp].
+    let again = load_str(
+        &toml::to_string(&counted.resolved).unwrap(),
+        "<resolved>",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(&again.scenario, s);
+    assert!(counted.resolved["flow"][0].get("tcp").is_none());
+}
+
+#[test]
+fn an_error_in_a_copy_names_the_table_as_written_and_the_copy() {
+    // Flow i starts at i × 80 ms: copy 13 (1.04 s) is the first past the end of a 1 s run.
+    let text = format!("duration = \"1s\"\n{STAR_COUNTED}")
+        .replace("start = \"{i*10+5}ms\"", "start = \"{i*80}ms\"");
+    let e = load_str(&text, "star.toml", &[]).unwrap_err();
+    let shown = e.to_string();
+    assert_eq!(e.line(), Some(35), "{shown}");
+    assert_eq!(e.key(), Some("flow.f{i}.start"), "{shown}");
+    assert!(
+        shown.contains("(in copy i = 13 of this `count` table)"),
+        "{shown}"
+    );
+    let bad = STAR_COUNTED.replace("name = \"t{i}\"", "name = \"t{j}\"");
+    let e = load_str(&bad, "star.toml", &[]).unwrap_err();
+    assert_eq!(e.line(), Some(9), "{e}");
+    assert!(e.to_string().contains("`{j}` is not a copy index"), "{e}");
 }

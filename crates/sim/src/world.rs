@@ -337,17 +337,38 @@ impl Simulation {
                 row[p] = Some(i);
             }
         }
-        // Static routes: at node n, traffic for node d leaves on link routes[n][d].
-        for (n, row) in scenario.routes.iter().enumerate() {
-            for (d, link) in row.iter().enumerate() {
-                let Some(l) = *link else { continue };
-                let dst = scenario.nodes[d].address;
-                match &mut nodes[n] {
-                    SimNode::Host(h) => h.add_route(dst, link_port[l]),
-                    SimNode::Router(r) => r.add_route(dst, link_port[l]),
-                    SimNode::External(h) => h.add_route(dst, link_port[l]),
-                    SimNode::Link(_) | SimNode::Dama(_) => {}
+        // Static routes: a node that hangs off one neighbour sends everything outside its
+        // subtree up its one link (a default route); the other entries say where each
+        // destination leaves (linear in the number of nodes: `Routes::entries`).
+        // An outside host (emulator) instead names every destination, so that what a real
+        // program sends to an address outside the scenario is counted where it enters.
+        let routes = &scenario.routes;
+        for (n, node) in nodes.iter_mut().enumerate().take(scenario.nodes.len()) {
+            match node {
+                SimNode::Host(h) => routes
+                    .default_link(n)
+                    .inspect(|&l| h.set_default_route(link_port[l])),
+                SimNode::Router(r) => routes
+                    .default_link(n)
+                    .inspect(|&l| r.set_default_route(link_port[l])),
+                SimNode::External(h) => {
+                    for (d, dst) in scenario.nodes.iter().enumerate() {
+                        if let Some(l) = routes.next(n, d) {
+                            h.add_route(dst.address, link_port[l]);
+                        }
+                    }
+                    None
                 }
+                SimNode::Link(_) | SimNode::Dama(_) => None,
+            };
+        }
+        for (n, d, l) in scenario.routes.entries() {
+            let dst = scenario.nodes[d].address;
+            match &mut nodes[n] {
+                SimNode::Host(h) => h.add_route(dst, link_port[l]),
+                SimNode::Router(r) => r.add_route(dst, link_port[l]),
+                SimNode::External(h) => h.add_route(dst, link_port[l]),
+                SimNode::Link(_) | SimNode::Dama(_) => {}
             }
         }
         let mut flows = Vec::new();

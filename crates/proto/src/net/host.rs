@@ -56,13 +56,11 @@ pub struct Host {
     addr: Ipv4Addr,
     conns: Vec<Conn>,
     by_tuple: HashMap<(u16, Ipv4Addr, u16), usize, FastHash>,
-    routes: HashMap<Ipv4Addr, PortId, FastHash>,
     /// Every connection's deadline, ordered: `poll_timeout` is the first entry and
     /// `handle_timeout` visits only the due ones, instead of scanning all connections.
     timers: BTreeSet<(Instant, usize)>,
     /// Scratch for `handle_timeout` (the due connections, in index order).
     due: Vec<usize>,
-    default_port: Option<PortId>,
     /// Connections touched since their output was last drained (a stack; duplicates harmless).
     dirty: Vec<usize>,
     ident: u16,
@@ -80,10 +78,8 @@ impl Host {
             addr,
             conns: Vec::new(),
             by_tuple: HashMap::default(),
-            routes: HashMap::default(),
             timers: BTreeSet::new(),
             due: Vec::new(),
-            default_port: None,
             dirty: Vec::new(),
             ident: 0,
             next_packet_id: id_base,
@@ -95,9 +91,13 @@ impl Host {
 
     /// Send packets for `dst` out of `port`.
     pub fn add_route(&mut self, dst: Ipv4Addr, port: PortId) {
-        self.routes.insert(dst, port);
         self.router.add_route(dst, port);
-        self.default_port.get_or_insert(port);
+    }
+
+    /// Send packets for destinations no route names out of `port` (what a host that hangs off
+    /// one router does).
+    pub fn set_default_route(&mut self, port: PortId) {
+        self.router.set_default_route(port);
     }
 
     /// Add a connection. Listeners listen at once; openers connect at `start`.
@@ -236,7 +236,7 @@ impl Node for Host {
                 c.app.update(now, &mut c.ep);
                 let flow = c.flow as u32;
                 let (raddr, _) = c.ep.remote();
-                let Some(&port) = self.routes.get(&raddr).or(self.default_port.as_ref()) else {
+                let Some(port) = self.router.route_of(raddr) else {
                     self.stats.no_route += 1;
                     continue;
                 };

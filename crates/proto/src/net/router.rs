@@ -28,6 +28,8 @@ pub struct RouterStats {
 #[derive(Clone, Debug, Default)]
 pub struct Router {
     routes: HashMap<Ipv4Addr, PortId, FastHash>,
+    /// Where destinations no route names go (none: they are dropped as unroutable).
+    default: Option<PortId>,
     out: VecDeque<Transmit>,
     stats: RouterStats,
     middlebox: Option<Middlebox>,
@@ -53,9 +55,14 @@ impl Router {
         self.routes.insert(dst, port);
     }
 
-    /// The port packets for `dst` leave by, if a route names it.
+    /// Send packets for destinations no route names out of `port`.
+    pub fn set_default_route(&mut self, port: PortId) {
+        self.default = Some(port);
+    }
+
+    /// The port packets for `dst` leave by: its route, else the default route.
     pub fn route_of(&self, dst: Ipv4Addr) -> Option<PortId> {
-        self.routes.get(&dst).copied()
+        self.routes.get(&dst).copied().or(self.default)
     }
 
     /// Counters.
@@ -71,7 +78,7 @@ impl Router {
     fn route(&mut self, pkt: &Packet) -> Option<PortId> {
         let h = pkt.header();
         let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
-        let port = self.routes.get(&dst).copied();
+        let port = self.route_of(dst);
         if port.is_none() {
             self.stats.no_route += 1;
             self.drops.push(Dropped::of(pkt, DropReason::NoRoute));

@@ -26,6 +26,9 @@ impl Builder<'_, '_> {
             taken.insert(name.clone());
             let gateway = self.node_ref(t, &path, "gateway", nodes)?;
             let names = self.require::<Vec<String>>(t, &path, "terminals")?;
+            // `"t{0..1000}"` stands for t0 … t999.
+            let names = super::expand::expand_ranges(&names, super::MAX_NODES)
+                .map_err(|msg| self.err(&join(&path, "terminals"), msg))?;
             if names.is_empty() {
                 return Err(self.err(
                     &join(&path, "terminals"),
@@ -168,7 +171,7 @@ to = "gw"
         assert_eq!(s.dama[0].terminals, vec![1, 2]);
         assert_eq!(s.links[2].config.rate.bps(), 2_048_000);
         assert_eq!(
-            s.routes[1][0],
+            s.routes.next(1, 0),
             Some(2),
             "a reaches gw through its return interface"
         );
