@@ -31,11 +31,13 @@ pub mod lateness;
 pub mod netns;
 mod report;
 mod run;
+pub mod shell;
+pub mod status;
 #[allow(unsafe_code)]
 mod sys;
 
 pub use report::{EmuSummary, LinkLateness, LATENESS_WARN_US};
-pub use run::{run, EmuOptions, EmuOutcome, READ_BATCH};
+pub use run::{placement, run, EmuOptions, EmuOutcome, StatusMode, READ_BATCH};
 
 /// Why an emulation could not run.
 #[derive(Debug, thiserror::Error)]
