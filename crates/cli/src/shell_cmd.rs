@@ -43,7 +43,8 @@ pub fn run(args: ShellArgs) -> ExitCode {
     let file = args
         .scenario
         .as_deref()
-        .filter(|s| !(*s == "default" && !std::path::Path::new(s).exists()))
+        // `default` names the built-in scenario unless a file of that name is here.
+        .filter(|s| *s != "default" || std::path::Path::new(s).exists())
         .map(PathBuf::from);
     let loaded = match load(file.as_deref(), &args.set, args.seed) {
         Ok(l) => l,

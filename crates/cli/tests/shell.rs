@@ -98,7 +98,13 @@ fn shell_passes_stdin_stdout_and_the_exit_code() {
         return;
     }
     let o = shell_in_fresh_netns(
-        &["default", "--", "sh", "-c", "cat; echo \"at $SATPEP_SHELL_CLIENT\"; exit 7"],
+        &[
+            "default",
+            "--",
+            "sh",
+            "-c",
+            "cat; echo \"at $SATPEP_SHELL_CLIENT\"; exit 7",
+        ],
         b"hi\nthere\n",
     );
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -139,19 +145,33 @@ fn shell_reaches_its_root_across_the_modelled_path() {
         .unwrap();
     assert_eq!(satpep_namespaces(), before);
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let rtts = ping_rtts(&stdout);
     assert_eq!(rtts.len(), 3, "{stdout}");
     // The lower bound is the model's; the upper one tells one crossing from two.
     for rtt in &rtts {
-        assert!(*rtt >= DEFAULT_RTT_MS, "rtt {rtt} ms below the path's 522 ms");
-        assert!(*rtt < 2.0 * DEFAULT_RTT_MS, "rtt {rtt} ms: crossed more than once");
+        assert!(
+            *rtt >= DEFAULT_RTT_MS,
+            "rtt {rtt} ms below the path's 522 ms"
+        );
+        assert!(
+            *rtt < 2.0 * DEFAULT_RTT_MS,
+            "rtt {rtt} ms: crossed more than once"
+        );
     }
     let connect: f64 = stdout
         .lines()
         .find_map(|l| l.strip_prefix("connect_ms ")?.trim().parse().ok())
         .unwrap_or_else(|| panic!("no connect time in {stdout}"));
-    assert!(connect >= DEFAULT_RTT_MS, "TCP connect {connect} ms < one RTT");
+    assert!(
+        connect >= DEFAULT_RTT_MS,
+        "TCP connect {connect} ms < one RTT"
+    );
 }
 
 /// A shell inside a shell adds its path: the outermost namespace is two crossings away.
@@ -184,8 +204,14 @@ fn a_nested_shell_adds_the_path_again() {
     let rtts = ping_rtts(&stdout);
     assert_eq!(rtts.len(), 2, "{stdout}");
     for rtt in rtts {
-        assert!(rtt >= 2.0 * DEFAULT_RTT_MS, "rtt {rtt} ms: not two crossings");
-        assert!(rtt < 3.0 * DEFAULT_RTT_MS, "rtt {rtt} ms: more than two crossings");
+        assert!(
+            rtt >= 2.0 * DEFAULT_RTT_MS,
+            "rtt {rtt} ms: not two crossings"
+        );
+        assert!(
+            rtt < 3.0 * DEFAULT_RTT_MS,
+            "rtt {rtt} ms: more than two crossings"
+        );
     }
 }
 
@@ -203,11 +229,20 @@ fn emu_places_commands_and_records_them_in_run_json() {
     let addr = "ip -4 -o addr show satpep0";
     let cc = "cat /proc/sys/net/ipv4/tcp_congestion_control";
     let o = Command::new(env!("CARGO_BIN_EXE_satpep"))
-        .args(["emu", "-q", "--no-realtime", "--client-delay", "0s", "--out"])
+        .args([
+            "emu",
+            "-q",
+            "--no-realtime",
+            "--client-delay",
+            "0s",
+            "--out",
+        ])
         .arg(&out)
         .args(["--server", &format!("{addr}; sleep 30")])
         .args(["--client", &format!("{addr}; sleep 2.5")])
-        .args(["--on", "client", cc, "--on", "server", addr, "--on", "client", addr])
+        .args([
+            "--on", "client", cc, "--on", "server", addr, "--on", "client", addr,
+        ])
         .args(["--status"])
         .stdin(Stdio::null())
         .output()
@@ -215,8 +250,14 @@ fn emu_places_commands_and_records_them_in_run_json() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{stderr}");
     let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap();
-    assert!(read("server.log").contains("inet 10.0.0.1/32"), "server side");
-    assert!(read("client.log").contains("inet 10.0.3.1/32"), "client side");
+    assert!(
+        read("server.log").contains("inet 10.0.0.1/32"),
+        "server side"
+    );
+    assert!(
+        read("client.log").contains("inet 10.0.3.1/32"),
+        "client side"
+    );
     let cc_client = read("on-client-1.log").trim().to_owned();
     assert!(read("on-server-2.log").contains("inet 10.0.0.1/32"));
     assert!(read("on-client-3.log").contains("inet 10.0.3.1/32"));
@@ -252,7 +293,10 @@ fn emu_places_commands_and_records_them_in_run_json() {
         emu["sysctls"]["net.ipv4.tcp_rmem"]["value"],
         "4096 131072 67108864"
     );
-    assert_eq!(emu["sysctls"]["net.ipv4.tcp_rmem"]["set"], "4096 131072 67108864");
+    assert_eq!(
+        emu["sysctls"]["net.ipv4.tcp_rmem"]["set"],
+        "4096 131072 67108864"
+    );
     let hosts = emu["hosts"].as_array().unwrap();
     assert_eq!(hosts.len(), 2);
     assert_eq!(hosts[1]["host"], "client");
@@ -265,11 +309,20 @@ fn emu_places_commands_and_records_them_in_run_json() {
     for l in &lines {
         let (secs, rest) = l[1..].split_once(" s] ").unwrap_or_else(|| panic!("{l}"));
         assert!(secs.trim().parse::<u32>().is_ok(), "{l}");
-        let (_, late) = rest.rsplit_once("| late p99 ").unwrap_or_else(|| panic!("{l}"));
+        let (_, late) = rest
+            .rsplit_once("| late p99 ")
+            .unwrap_or_else(|| panic!("{l}"));
         let late = late.strip_suffix(" µs").unwrap_or_else(|| panic!("{l}"));
         assert!(late.parse::<u64>().is_ok(), "{l}");
     }
-    assert_eq!(lines[0].split_once(" s]").unwrap().0.trim_start_matches('['), "    1");
+    assert_eq!(
+        lines[0]
+            .split_once(" s]")
+            .unwrap()
+            .0
+            .trim_start_matches('['),
+        "    1"
+    );
 
     // Without --status and with stderr not a terminal: no status line.
     let out2 = dir.path().join("r2");
