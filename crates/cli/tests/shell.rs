@@ -355,3 +355,78 @@ fn emu_on_an_unknown_host_is_refused() {
         "{stderr}"
     );
 }
+
+/// Live processes whose command line is exactly `argv` (NUL-separated), zombies excluded.
+fn processes_running(argv: &[&str]) -> Vec<u32> {
+    let want: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|pid| {
+                    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want)
+                        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                            .unwrap_or_default()
+                            .contains(") Z ")
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !cond() {
+        assert!(t0.elapsed().as_secs() < 20, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// SIGTERM to `satpep shell` is passed to the command (exit 128 + 15); SIGKILL leaves the
+/// watchdog to clean up. Either way the namespace and the command are gone.
+#[test]
+fn shell_cleans_up_after_sigterm_and_sigkill() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_emulate() {
+        return;
+    }
+    for (sig, marker, want) in [("TERM", "4343", Some(143)), ("KILL", "4344", None)] {
+        // `unshare` and `sh` exec: the child is satpep itself.
+        let mut child = Command::new("unshare")
+            .args(["-n", "sh", "-c", "ip link set lo up && exec \"$@\"", "sh"])
+            .arg(env!("CARGO_BIN_EXE_satpep"))
+            .args(["shell", "--no-realtime", "default", "--", "sleep", marker])
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let prefix = format!("satpep-{}-", child.id());
+        let mine = || {
+            satpep_namespaces()
+                .into_iter()
+                .filter(|n| n.starts_with(&prefix))
+                .count()
+        };
+        wait_until("the command to start", || {
+            !processes_running(&["sleep", marker]).is_empty()
+        });
+        assert_eq!(
+            mine(),
+            1,
+            "one namespace: the client's (the server host is here)"
+        );
+        let ok = Command::new("kill")
+            .args(["-s", sig, &child.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok);
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), want, "after SIG{sig}");
+        wait_until("the namespace to go", || mine() == 0);
+        wait_until("the command to go", || {
+            processes_running(&["sleep", marker]).is_empty()
+        });
+    }
+}
