@@ -430,3 +430,99 @@ fn shell_cleans_up_after_sigterm_and_sigkill() {
         });
     }
 }
+
+/// Two hosts, 10 Mb/s and 300 ms each way: a 600 ms round trip.
+const GEO600: &str = r#"
+name = "geo600"
+[[node]]
+name = "gw"
+address = "10.0.0.1"
+[[node]]
+name = "term"
+address = "10.0.1.1"
+[[link]]
+name = "fwd"
+from = "gw"
+to = "term"
+rate = "10Mbps"
+delay = "300ms"
+[[link]]
+name = "ret"
+from = "term"
+to = "gw"
+rate = "10Mbps"
+delay = "300ms"
+[[flow]]
+from = "gw"
+to = "term"
+app = { kind = "bulk" }
+"#;
+
+/// The issue's example: `curl` in the shell fetches a file from a web server where the shell
+/// was started, over a 600 ms path. A 10 000-byte file fits Linux's initial window (10
+/// segments), so the model says: the TCP handshake takes one round trip (600 ms), the
+/// request and the whole response one more, plus 10 000 bytes and headers serialised at
+/// 10 Mb/s (8 ms) — 1 208 ms. The bounds allow 50 ms for the emulator and the hosts, far
+/// less than the extra round trip a wrong path or window would add.
+#[test]
+fn shell_curl_over_a_600ms_path_takes_the_modelled_time() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_emulate() {
+        return;
+    }
+    let has = |p: &str| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {p}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !(has("curl") && has("python3")) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have curl and python3"
+        );
+        println!("SKIP: needs curl and python3");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let www = dir.path().join("www");
+    std::fs::create_dir(&www).unwrap();
+    std::fs::write(www.join("f10k"), vec![b'x'; 10_000]).unwrap();
+    let scenario = dir.path().join("geo600.toml");
+    std::fs::write(&scenario, GEO600).unwrap();
+    let exe = env!("CARGO_BIN_EXE_satpep");
+    // `--bind 0.0.0.0`: bound to a name, http.server would ask a resolver first.
+    let script = format!(
+        "ip link set lo up && \
+         python3 -m http.server 8000 --bind 0.0.0.0 -d {www} >/dev/null 2>&1 & L=$!; \
+         for i in $(seq 50); do python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 8000))' 2>/dev/null && break; sleep 0.1; done; \
+         {exe} shell --no-realtime {sc} -- sh -c 'curl -sS -o /dev/null -w \"%{{time_connect}} %{{time_total}} %{{size_download}}\" http://$SATPEP_SHELL_HOST:8000/f10k'; \
+         rc=$?; kill $L; exit $rc",
+        www = www.display(),
+        sc = scenario.display()
+    );
+    let before = satpep_namespaces();
+    let o = Command::new("timeout")
+        .args(["120", "unshare", "-n", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(satpep_namespaces(), before);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Vec<f64> = stdout
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let [connect, total, size] = v[..] else {
+        panic!("curl printed {stdout}")
+    };
+    assert_eq!(size, 10_000.0);
+    assert!((0.600..0.650).contains(&connect), "connect {connect} s");
+    assert!((1.208..1.258).contains(&total), "total {total} s");
+}

@@ -164,6 +164,12 @@ impl Namespaces {
                 let tun = Tun::create_here(&o.device).map_err(|e| {
                     EmuError::Privileges(format!("cannot create TUN device {}: {e}", o.device))
                 })?;
+                // No IPv6 on the device: its router solicitations would reach the emulator
+                // as packets it cannot route (counted as malformed). Best effort.
+                let _ = std::fs::write(
+                    format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", o.device),
+                    "1",
+                );
                 me.list.push(Namespace {
                     name: o.device.clone(),
                     here: true,
