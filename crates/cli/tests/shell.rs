@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 
-/// One emulator at a time: the checks look at the machine's namespace list.
+/// One test at a time: the timing bounds assume an otherwise idle emulator.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Round trip of the built-in scenario: 2 × (10 + 250 + 1) ms of link delay.
@@ -56,10 +56,22 @@ fn satpep_namespaces() -> Vec<String> {
     v
 }
 
+/// Namespaces of emulator runs whose process is gone: what a run that exited left behind
+/// (each run removes such left-overs of others when it starts; emulators still running
+/// elsewhere on the machine are not counted).
+fn leftovers() -> Vec<String> {
+    satpep_namespaces()
+        .into_iter()
+        .filter(|n| {
+            let pid = n.strip_prefix("satpep-").and_then(|r| r.split('-').next());
+            pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists())
+        })
+        .collect()
+}
+
 /// `satpep shell ARGS…` inside a fresh network namespace (loopback up), with `stdin` as its
 /// input, bounded by `timeout`; asserts that it leaves no namespace behind.
 fn shell_in_fresh_netns(args: &[&str], stdin: &[u8]) -> Output {
-    let before = satpep_namespaces();
     let mut cmd = Command::new("timeout");
     cmd.args(["120", "unshare", "-n", "sh", "-c"])
         .arg("ip link set lo up && exec \"$@\"")
@@ -77,8 +89,8 @@ fn shell_in_fresh_netns(args: &[&str], stdin: &[u8]) -> Output {
     }
     let out = child.wait_with_output().unwrap();
     assert_eq!(
-        satpep_namespaces(),
-        before,
+        leftovers(),
+        Vec::<String>::new(),
         "the shell's namespaces are gone when it returns"
     );
     out
@@ -137,13 +149,12 @@ fn shell_reaches_its_root_across_the_modelled_path() {
          python3 -c \"import socket,time,os; t=time.monotonic(); socket.create_connection((os.environ[\\\"SATPEP_SHELL_HOST\\\"], 7001)); print(\\\"connect_ms\\\", (time.monotonic()-t)*1000)\"'; \
          rc=$?; kill $L; exit $rc"
     );
-    let before = satpep_namespaces();
     let o = Command::new("timeout")
         .args(["120", "unshare", "-n", "sh", "-c", &script])
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert_eq!(satpep_namespaces(), before);
+    assert_eq!(leftovers(), Vec::<String>::new());
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(
         o.status.code(),
@@ -501,13 +512,12 @@ fn shell_curl_over_a_600ms_path_takes_the_modelled_time() {
         www = www.display(),
         sc = scenario.display()
     );
-    let before = satpep_namespaces();
     let o = Command::new("timeout")
         .args(["120", "unshare", "-n", "sh", "-c", &script])
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert_eq!(satpep_namespaces(), before);
+    assert_eq!(leftovers(), Vec::<String>::new());
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(
         o.status.code(),

@@ -21,8 +21,13 @@
 //!
 //! What is not emulated: the hosts' own stacks are Linux's (that is the point), so the
 //! scenario's `[[flow]]` TCP settings do not apply — choose them per program (`iperf3 -C
-//! cubic`). The first flow only says which hosts `--server`/`--client` run in. Routers do not
-//! answer ICMP (no TTL-exceeded messages). See `docs/emulator.md`.
+//! cubic`). The first flow only says which hosts `--server`/`--client` run in by default
+//! ([`placement`]: the server where the data comes from). Routers do not answer ICMP (no
+//! TTL-exceeded messages). See `docs/emulator.md`.
+//!
+//! - [`shell`]: `satpep shell`, the client host's namespace behind the path with the server
+//!   host in the caller's own namespace; address blocks for nested shells.
+//! - [`status`]: the live status line.
 
 #![warn(missing_docs)]
 
