@@ -254,13 +254,15 @@ fn emu_places_commands_and_records_them_in_run_json() {
         .args([
             "--on", "client", cc, "--on", "server", addr, "--on", "client", addr,
         ])
-        .args(["--status"])
+        .args(["--status", "--plot"])
         .stdin(Stdio::null())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{stderr}");
     let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("plots: 4"));
+    assert!(out.join("queue.png").is_file() && out.join("throughput.svg").is_file());
     assert!(
         read("server.log").contains("inet 10.0.0.1/32"),
         "server side"
@@ -335,16 +337,25 @@ fn emu_places_commands_and_records_them_in_run_json() {
         "    1"
     );
 
-    // Without --status and with stderr not a terminal: no status line.
+    // Without --status and with stderr not a terminal: no status line; `output.plots = true`
+    // draws the plots as --plot does.
     let out2 = dir.path().join("r2");
     let o = Command::new(env!("CARGO_BIN_EXE_satpep"))
         .args(["emu", "-q", "--no-realtime", "--duration", "1.5s", "--out"])
         .arg(&out2)
+        .args([
+            "--set",
+            "output.plots=true",
+            "--client",
+            "ping -c 2 -i 0.2 {server}",
+        ])
         .stdin(Stdio::null())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
     assert!(!stderr.lines().any(|l| l.starts_with('[')), "{stderr}");
+    assert!(out2.join("queue.png").is_file(), "output.plots honoured");
 }
 
 /// `--on` names a host that does not exist: exit 2 naming the hosts there are.
@@ -474,7 +485,8 @@ app = { kind = "bulk" }
 /// segments), so the model says: the TCP handshake takes one round trip (600 ms), the
 /// request and the whole response one more, plus 10 000 bytes and headers serialised at
 /// 10 Mb/s (8 ms) — 1 208 ms. The bounds allow 50 ms for the emulator and the hosts, far
-/// less than the extra round trip a wrong path or window would add.
+/// less than the extra round trip a wrong path or window would add; the loop runs under
+/// SCHED_FIFO (the default) so that a busy machine does not eat into them.
 #[test]
 fn shell_curl_over_a_600ms_path_takes_the_modelled_time() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -507,7 +519,7 @@ fn shell_curl_over_a_600ms_path_takes_the_modelled_time() {
         "ip link set lo up && \
          python3 -m http.server 8000 --bind 0.0.0.0 -d {www} >/dev/null 2>&1 & L=$!; \
          for i in $(seq 50); do python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 8000))' 2>/dev/null && break; sleep 0.1; done; \
-         {exe} shell --no-realtime {sc} -- sh -c 'curl -sS -o /dev/null -w \"%{{time_connect}} %{{time_total}} %{{size_download}}\" http://$SATPEP_SHELL_HOST:8000/f10k'; \
+         {exe} shell {sc} -- sh -c 'curl -sS -o /dev/null -w \"%{{time_connect}} %{{time_total}} %{{size_download}}\" http://$SATPEP_SHELL_HOST:8000/f10k'; \
          rc=$?; kill $L; exit $rc",
         www = www.display(),
         sc = scenario.display()
