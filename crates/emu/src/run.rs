@@ -885,6 +885,10 @@ impl StatusState {
         let mut err = std::io::stderr().lock();
         match self.mode {
             StatusMode::Redraw if self.at_line_start => {
+                // A line longer than the terminal would wrap, and erasing erases only its
+                // last row: cut it to fit.
+                let cols = sys::terminal_columns(2).unwrap_or(80);
+                let line: String = line.chars().take(cols.saturating_sub(1)).collect();
                 let _ = write!(err, "\r\x1b[K{line}");
                 self.drawn = true;
             }

@@ -80,6 +80,15 @@ pub fn isatty(fd: RawFd) -> bool {
     unsafe { libc::isatty(fd) == 1 }
 }
 
+/// Columns of the terminal on `fd`, if it is one and says.
+pub fn terminal_columns(fd: RawFd) -> Option<usize> {
+    // SAFETY: an all-zero winsize is valid; TIOCGWINSZ fills it in.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: `ws` lives across the call and has the layout TIOCGWINSZ writes.
+    let r = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) };
+    (r == 0 && ws.ws_col > 0).then_some(usize::from(ws.ws_col))
+}
+
 /// Make `fd` non-blocking.
 pub fn set_nonblocking(fd: RawFd) -> io::Result<()> {
     // SAFETY: F_GETFL/F_SETFL take and return plain integers.
