@@ -548,3 +548,97 @@ fn shell_curl_over_a_600ms_path_takes_the_modelled_time() {
     assert!((0.600..0.650).contains(&connect), "connect {connect} s");
     assert!((1.208..1.258).contains(&total), "total {total} s");
 }
+
+/// `satpep emu`'s client reads satpep's stdin, and its output reaches satpep's stdout (and
+/// client.log).
+#[test]
+fn emu_client_reads_stdin_and_its_output_is_shown() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_emulate() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_satpep"))
+        .args(["emu", "--no-realtime", "--client-delay", "0s", "--out"])
+        .arg(&out)
+        .args(["--client", "tr a-z A-Z"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"over the satellite\n")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stdout.starts_with("OVER THE SATELLITE\n"), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("client.log")).unwrap(),
+        "OVER THE SATELLITE\n"
+    );
+}
+
+/// `satpep shell --out DIR` writes the emulator's outputs; run.json names the shell's command,
+/// the client host's namespace and the server host's device in the shell's own namespace.
+#[test]
+fn shell_with_out_records_the_run() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_emulate() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let o = shell_in_fresh_netns(
+        &[
+            "default",
+            "--out",
+            out.to_str().unwrap(),
+            "--",
+            "ping",
+            "-n",
+            "-c",
+            "1",
+            "100.64.0.1",
+        ],
+        b"",
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let emu = &run["emu"];
+    assert_eq!(emu["commands"][0]["role"], "shell");
+    assert_eq!(emu["commands"][0]["host"], "client");
+    assert_eq!(emu["commands"][0]["command"], "ping -n -c 1 100.64.0.1");
+    let hosts = emu["hosts"].as_array().unwrap();
+    assert_eq!(hosts[0]["host"], "server");
+    assert_eq!(hosts[0]["address"], "100.64.0.1");
+    assert_eq!(hosts[0]["namespace"], serde_json::Value::Null);
+    assert!(hosts[0]["device"].as_str().unwrap().starts_with("sp"));
+    assert_eq!(hosts[1]["address"], "100.64.0.2");
+    // The ping and its reply crossed every link once.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let forward = summary["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == "forward")
+        .unwrap();
+    assert_eq!(forward["delivered_packets"], 1, "{forward}");
+}
