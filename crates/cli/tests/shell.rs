@@ -484,9 +484,10 @@ app = { kind = "bulk" }
 /// was started, over a 600 ms path. A 10 000-byte file fits Linux's initial window (10
 /// segments), so the model says: the TCP handshake takes one round trip (600 ms), the
 /// request and the whole response one more, plus 10 000 bytes and headers serialised at
-/// 10 Mb/s (8 ms) — 1 208 ms. The bounds allow 50 ms for the emulator and the hosts, far
-/// less than the extra round trip a wrong path or window would add; the loop runs under
-/// SCHED_FIFO (the default) so that a busy machine does not eat into them.
+/// 10 Mb/s (8 ms) — 1 208 ms. The lower bounds are the model's; the upper ones stop short of
+/// one more round trip, which a wrong path, a second crossing or a smaller window would add
+/// (the programs at both ends are not real-time: on a loaded machine they alone took tens of
+/// milliseconds, so a tighter bound would test the machine, not satpep).
 #[test]
 fn shell_curl_over_a_600ms_path_takes_the_modelled_time() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -545,8 +546,8 @@ fn shell_curl_over_a_600ms_path_takes_the_modelled_time() {
         panic!("curl printed {stdout}")
     };
     assert_eq!(size, 10_000.0);
-    assert!((0.600..0.650).contains(&connect), "connect {connect} s");
-    assert!((1.208..1.258).contains(&total), "total {total} s");
+    assert!((0.600..1.200).contains(&connect), "connect {connect} s");
+    assert!((1.208..1.808).contains(&total), "total {total} s");
 }
 
 /// `satpep emu`'s client reads satpep's stdin, and its output reaches satpep's stdout (and
