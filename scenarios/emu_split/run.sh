@@ -34,7 +34,7 @@ for mode in end-to-end split; do
     fi
     "$bin" sim "$sc" --out "$out/sim-$mode" "${a1[@]}" >/dev/null
     "$bin" sim "$sc" --out "$out/sim2-$mode" "${a2[@]}" >/dev/null
-    "$bin" emu "$sc" --out "$out/emu-$mode" "${a1[@]}" --server 'iperf3 -s -1' \
+    "$bin" emu "$sc" --out "$out/emu-$mode" "${a1[@]}" --server-on term --client-on srv --server 'iperf3 -s -1' \
         --client 'iperf3 -c {server} -C cubic -t 40 -J' >/dev/null 2>&1 || true
     python3 - "$out" "$mode" <<'PY'
 import json, sys

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use satpep_emu::{EmuOptions, LATENESS_WARN_US};
+use std::io::IsTerminal;
+
+use satpep_emu::{EmuOptions, StatusMode, LATENESS_WARN_US};
 use satpep_output::{render_table, write_run_json};
 use satpep_proto::Duration;
 
@@ -13,14 +15,36 @@ use satpep_proto::Duration;
 pub struct EmuArgs {
     /// Scenario file (TOML); every `kind = "host"` node becomes a network namespace.
     scenario: Option<PathBuf>,
-    /// Shell command run in the first flow's listening host, e.g. 'iperf3 -s'.
-    /// `{server}` and `{client}` are replaced by the first flow's host addresses.
+    /// Shell command run in the server host, e.g. 'iperf3 -s': the first flow's data sender
+    /// (bulk) or listener (request/response), in the built-in scenario "server".
+    /// `{server}` and `{client}` are replaced by the server and client hosts' addresses.
     #[arg(long, value_name = "CMD")]
     server: Option<String>,
-    /// Shell command run in the first flow's opening host, e.g.
-    /// 'iperf3 -c {server} -C cubic -t 30'; the run ends when it exits.
+    /// Shell command run in the client host (the first flow's other end, in the built-in
+    /// scenario "client"), e.g. 'iperf3 -c {server} -R -C cubic -t 30' for a download; it
+    /// reads satpep's stdin, its output is shown as it comes, and the run ends when it exits.
     #[arg(long, value_name = "CMD")]
     client: Option<String>,
+    /// Run --server in this host (node name) instead.
+    #[arg(long, value_name = "NODE")]
+    server_on: Option<String>,
+    /// Run --client in this host (node name) instead.
+    #[arg(long, value_name = "NODE")]
+    client_on: Option<String>,
+    /// Also run CMD in host NODE, from the start to the end of the run (repeatable; several
+    /// may name one host); its output goes to on-NODE-N.log. E.g.
+    /// --on server 'iperf3 -s -p 5202'.
+    #[arg(long, num_args = 2, value_names = ["NODE", "CMD"], action = clap::ArgAction::Append)]
+    on: Vec<String>,
+    /// Show the status line (a line a second on stderr) even when stderr is not a terminal.
+    #[arg(long, conflicts_with = "no_status")]
+    status: bool,
+    /// Never show the status line (by default it is redrawn in place on a terminal).
+    #[arg(long)]
+    no_status: bool,
+    /// Render plots (PNG and SVG) of the run's series afterwards (also `output.plots = true`).
+    #[arg(long)]
+    plot: bool,
     /// Stop after this long (e.g. 40s) even if the client still runs; without a client, run
     /// until Ctrl-C or this limit.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
@@ -66,7 +90,7 @@ fn parse_coalesce(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     satpep_proto::units::parse_duration(s).map_err(|e| e.to_string())
 }
 
@@ -99,15 +123,32 @@ pub fn run(args: EmuArgs) -> ExitCode {
         eprintln!("error: {e}");
         return ExitCode::from(2);
     }
-    let opts = EmuOptions {
-        server: args.server.clone(),
-        client: args.client.clone(),
-        duration: args.duration,
-        client_delay: args.client_delay,
-        out: out.clone(),
-        realtime: !args.no_realtime,
-        coalesce: args.coalesce,
+    let status = if args.no_status || (args.quiet && !args.status) {
+        StatusMode::Off
+    } else if std::io::stderr().is_terminal() {
+        StatusMode::Redraw
+    } else if args.status {
+        StatusMode::Lines
+    } else {
+        StatusMode::Off
     };
+    let mut opts = EmuOptions::new(out.clone());
+    opts.server = args.server.clone();
+    opts.client = args.client.clone();
+    opts.server_on = args.server_on.clone();
+    opts.client_on = args.client_on.clone();
+    opts.on = args
+        .on
+        .chunks(2)
+        .map(|p| (p[0].clone(), p.get(1).cloned().unwrap_or_default()))
+        .collect();
+    opts.duration = args.duration;
+    opts.client_delay = args.client_delay;
+    opts.realtime = !args.no_realtime;
+    opts.coalesce = args.coalesce;
+    opts.stdin = true;
+    opts.echo = !args.quiet;
+    opts.status = status;
     // run.json first: it records what was asked, and must be there however the run ends.
     if let Err(e) = write_run_json(&out, VERSION, sc.seed, &loaded.resolved) {
         eprintln!("error: {}: {e}", out.display());
@@ -122,14 +163,20 @@ pub fn run(args: EmuArgs) -> ExitCode {
     };
     let s = &outcome.summary;
     if !args.quiet {
-        if let Ok(text) = std::fs::read_to_string(&outcome.client_log) {
-            print!("{text}");
-        }
         print!("{}", render_table(&s.base));
         print!("{}", s.render_lateness());
         println!("stopped: {}; results in {}", s.stop_reason, out.display());
     } else if s.lateness.p99_us > LATENESS_WARN_US {
         eprint!("{}", s.render_lateness());
+    }
+    if args.plot || sc.output.plots {
+        match satpep_output::plot_dir(&out) {
+            Ok(files) => println!("plots: {}", files.len()),
+            Err(e) => {
+                eprintln!("error: plots: {e}");
+                return ExitCode::from(1);
+            }
+        }
     }
     if s.server_exited_early {
         match s.server_exit {

@@ -5,6 +5,7 @@ mod emu_cmd;
 mod model_cmd;
 mod outdir;
 mod reproduce_cmd;
+mod shell_cmd;
 mod sim_cmd;
 
 use std::path::PathBuf;
@@ -47,6 +48,17 @@ enum Command {
     /// Emulate a scenario in real time: real programs in network namespaces, joined through
     /// TUN devices by the scenario's links (needs root).
     Emu(emu_cmd::EmuArgs),
+    /// Run a shell (or `-- CMD…`) behind a scenario's path, Mahimahi style (needs root)
+    ///
+    /// The command runs in the client host's network namespace; this machine (the namespace
+    /// satpep shell was started in) is the server host, reached across the emulated path at
+    /// $SATPEP_SHELL_HOST (the command's own address is $SATPEP_SHELL_CLIENT). Shells nest:
+    /// each adds its path. stdin, stdout, stderr and the terminal are the command's, and its
+    /// exit status is satpep's. E.g.
+    ///     satpep shell default -- sh -c 'curl -o /dev/null http://$SATPEP_SHELL_HOST:8000/f'
+    /// (in single quotes, so that the variable is read inside the shell).
+    #[command(verbatim_doc_comment)]
+    Shell(shell_cmd::ShellArgs),
     /// Analytic models (no simulation), e.g. `satpep model dama` for DVB-RCS DAMA (eqs. 3–5).
     Model(model_cmd::ModelArgs),
     /// Regenerate the tables and figures of docs/reproductions (`satpep reproduce all`), or
@@ -70,6 +82,7 @@ fn main() -> ExitCode {
         Command::Plot { dirs, out } => plot(&dirs, out),
         Command::Bench(args) => bench::run(args),
         Command::Emu(args) => emu_cmd::run(args),
+        Command::Shell(args) => shell_cmd::run(args),
         Command::Model(args) => model_cmd::run(args),
         Command::Reproduce(args) => reproduce_cmd::run(args),
         Command::TcpScript { files } => tcp_script(&files),

@@ -21,8 +21,13 @@
 //!
 //! What is not emulated: the hosts' own stacks are Linux's (that is the point), so the
 //! scenario's `[[flow]]` TCP settings do not apply — choose them per program (`iperf3 -C
-//! cubic`). The first flow only says which hosts `--server`/`--client` run in. Routers do not
-//! answer ICMP (no TTL-exceeded messages). See `docs/emulator.md`.
+//! cubic`). The first flow only says which hosts `--server`/`--client` run in by default
+//! ([`placement`]: the server where the data comes from). Routers do not answer ICMP (no
+//! TTL-exceeded messages). See `docs/emulator.md`.
+//!
+//! - [`shell`]: `satpep shell`, the client host's namespace behind the path with the server
+//!   host in the caller's own namespace; address blocks for nested shells.
+//! - [`status`]: the live status line.
 
 #![warn(missing_docs)]
 
@@ -31,11 +36,13 @@ pub mod lateness;
 pub mod netns;
 mod report;
 mod run;
+pub mod shell;
+pub mod status;
 #[allow(unsafe_code)]
 mod sys;
 
 pub use report::{EmuSummary, LinkLateness, LATENESS_WARN_US};
-pub use run::{run, EmuOptions, EmuOutcome, READ_BATCH};
+pub use run::{placement, run, EmuOptions, EmuOutcome, StatusMode, READ_BATCH};
 
 /// Why an emulation could not run.
 #[derive(Debug, thiserror::Error)]

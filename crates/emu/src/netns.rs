@@ -63,8 +63,11 @@ static RUN: AtomicU32 = AtomicU32::new(0);
 /// One host's namespace and its TUN device.
 #[derive(Debug)]
 pub struct Namespace {
-    /// `satpep-<pid>-<run>-<node>`.
+    /// `satpep-<pid>-<run>-<node>`; for the outer host of a shell, its device's name.
     pub name: String,
+    /// The host is the namespace this process runs in (a shell's outer host): its device is
+    /// removed, the namespace is not.
+    pub here: bool,
     /// Scenario node index.
     pub node: usize,
     /// The node's scenario address, assigned to the TUN device.
@@ -141,8 +144,12 @@ impl Drop for Watchdog {
 
 impl Namespaces {
     /// Create one namespace per `(node index, node name, address)`, named for this process and
-    /// run. On error, those already created are removed.
-    pub fn create(hosts: &[(usize, String, Ipv4Addr)]) -> Result<Self, EmuError> {
+    /// run; the host `outer` names (a shell's) gets a device in this process's namespace
+    /// instead. On error, those already created are removed.
+    pub fn create(
+        hosts: &[(usize, String, Ipv4Addr)],
+        outer: Option<&Outer>,
+    ) -> Result<Self, EmuError> {
         let run = RUN.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
         let prefix = format!("{PREFIX}{pid}-{run}-");
@@ -153,24 +160,55 @@ impl Namespaces {
             })?),
         };
         for (node, name, address) in hosts {
+            if let Some(o) = outer.filter(|o| o.node == *node) {
+                let tun = Tun::create_here(&o.device).map_err(|e| {
+                    EmuError::Privileges(format!("cannot create TUN device {}: {e}", o.device))
+                })?;
+                // No IPv6 on the device: its router solicitations would reach the emulator
+                // as packets it cannot route (counted as malformed). Best effort.
+                let _ = std::fs::write(
+                    format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", o.device),
+                    "1",
+                );
+                me.list.push(Namespace {
+                    name: o.device.clone(),
+                    here: true,
+                    node: *node,
+                    address: *address,
+                    tun: Some(tun),
+                });
+                ip_batch(
+                    None,
+                    &format!(
+                        "link set {dev} mtu {MTU} txqueuelen {TXQUEUELEN} up\n\
+                         addr add {address}/32 dev {dev}\n\
+                         route add {route} dev {dev}\n",
+                        dev = o.device,
+                        route = o.route
+                    ),
+                )
+                .map_err(|e| EmuError::Setup(format!("{}: {e}", o.device)))?;
+                continue;
+            }
             let ns = format!("{prefix}{}", sanitize(name));
             ip(&["netns", "add", &ns]).map_err(|e| {
                 EmuError::Privileges(format!("cannot create network namespace {ns}: {e}"))
             })?;
             me.list.push(Namespace {
                 name: ns.clone(),
+                here: false,
                 node: *node,
                 address: *address,
                 tun: None,
             });
-            set_sysctls(&ns)?;
+            set_sysctls(&ns, outer.is_some())?;
             let tun = Tun::create_in_netns(&Path::new(NETNS_DIR).join(&ns), TUN_NAME)
                 .map_err(|e| EmuError::Privileges(format!("cannot create TUN device: {e}")))?;
             if let Some(last) = me.list.last_mut() {
                 last.tun = Some(tun);
             }
             ip_batch(
-                &ns,
+                Some(&ns),
                 &format!(
                     "link set lo up\n\
                      link set {TUN_NAME} mtu {MTU} txqueuelen {TXQUEUELEN} up\n\
@@ -189,7 +227,9 @@ impl Namespaces {
             // Close the TUN first: a device still open when its namespace dies would be moved
             // to the root namespace instead of vanishing.
             drop(ns.tun.take());
-            remove(&ns.name);
+            if !ns.here {
+                remove(&ns.name);
+            }
         }
         drop(self.watchdog.take());
     }
@@ -199,6 +239,70 @@ impl Drop for Namespaces {
     fn drop(&mut self) {
         self.teardown();
     }
+}
+
+/// The outer host of a shell: the scenario host whose address goes on a TUN device in this
+/// process's own namespace (see [`crate::shell`]).
+#[derive(Clone, Debug)]
+pub struct Outer {
+    /// Scenario node index.
+    pub node: usize,
+    /// Device name, `sp<pid>` (unique on the machine, within the 15 characters Linux allows).
+    pub device: String,
+    /// Route sent into the device: the shell's whole address block.
+    pub route: String,
+}
+
+/// Sysctls a shell sets in the namespaces it creates on top of [`SYSCTLS`]: they forward
+/// packets of shells nested inside them, whose sources are not local addresses.
+const FORWARDING: &[(&str, &str, bool)] = &[
+    ("net/ipv4/ip_forward", "1", true),
+    ("net/ipv4/conf/all/rp_filter", "0", false),
+    ("net/ipv4/conf/default/rp_filter", "0", false),
+];
+
+/// The sysctls written in every namespace (`key`, value), for run.json; `shell` adds those of
+/// a shell's namespaces.
+pub fn sysctls_set(shell: bool) -> Vec<(&'static str, &'static str)> {
+    let extra = if shell { FORWARDING } else { &[] };
+    SYSCTLS
+        .iter()
+        .chain(extra)
+        .map(|(k, v, _)| (*k, *v))
+        .collect()
+}
+
+/// Read `/proc/sys/<key>` for each key inside namespace `ns` (`None`: this process's own);
+/// a key that cannot be read is left out.
+pub fn read_sysctls(ns: Option<&str>, keys: &[&str]) -> Vec<(String, String)> {
+    let script =
+        "for k; do v=$(cat /proc/sys/$k 2>/dev/null) && printf '%s=%s\\n' \"$k\" \"$v\"; done";
+    let mut cmd = match ns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns, "sh", "-c", script, "sh"]);
+            c
+        }
+        None => {
+            let mut c = Command::new("sh");
+            c.args(["-c", script, "sh"]);
+            c
+        }
+    };
+    let out = cmd.args(keys).stderr(Stdio::null()).output();
+    out.map(|o| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| {
+                (
+                    k.to_owned(),
+                    v.split_whitespace().collect::<Vec<_>>().join(" "),
+                )
+            })
+            .collect()
+    })
+    .unwrap_or_default()
 }
 
 /// Fail early, with what is needed, when this process cannot create namespaces or TUN devices.
@@ -301,10 +405,11 @@ fn remove(ns: &str) {
     let _ = ip(&["netns", "del", ns]);
 }
 
-fn set_sysctls(ns: &str) -> Result<(), EmuError> {
+fn set_sysctls(ns: &str, shell: bool) -> Result<(), EmuError> {
     // One shell for all of them: a required value that cannot be written stops with its key.
     let mut script = String::new();
-    for (key, value, required) in SYSCTLS {
+    let extra = if shell { FORWARDING } else { &[] };
+    for (key, value, required) in SYSCTLS.iter().chain(extra) {
         let path = PathBuf::from("/proc/sys").join(key);
         let path = path.display();
         if *required {
@@ -344,9 +449,14 @@ fn ip(args: &[&str]) -> Result<(), String> {
     }
 }
 
-fn ip_batch(ns: &str, script: &str) -> Result<(), String> {
-    let mut child = Command::new("ip")
-        .args(["-n", ns, "-batch", "-"])
+/// Run `ip -batch` in namespace `ns` (`None`: this process's own).
+fn ip_batch(ns: Option<&str>, script: &str) -> Result<(), String> {
+    let mut cmd = Command::new("ip");
+    if let Some(ns) = ns {
+        cmd.args(["-n", ns]);
+    }
+    let mut child = cmd
+        .args(["-batch", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -370,7 +480,9 @@ fn ip_batch(ns: &str, script: &str) -> Result<(), String> {
     }
 }
 
-fn sanitize(name: &str) -> String {
+/// A node name as part of a namespace or file name: characters outside `[A-Za-z0-9_.]` become
+/// `_`.
+pub fn sanitize(name: &str) -> String {
     name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '.' {

@@ -33,6 +33,9 @@ pub struct EmuSummary {
     pub stop_reason: String,
     /// Exit code of the client command (`None`: none given, or killed by a signal).
     pub client_exit: Option<i32>,
+    /// Signal that ended the client command (`satpep shell` exits with 128 + it).
+    #[serde(default)]
+    pub client_signal: Option<i32>,
     /// Exit code of the server command (`None`: none given, still running at the end and
     /// stopped, or killed by a signal).
     pub server_exit: Option<i32>,

@@ -74,6 +74,38 @@ pub fn set_normal() {
     }
 }
 
+/// Whether `fd` is a terminal.
+pub fn isatty(fd: RawFd) -> bool {
+    // SAFETY: isatty only inspects the descriptor number.
+    unsafe { libc::isatty(fd) == 1 }
+}
+
+/// Columns of the terminal on `fd`, if it is one and says.
+pub fn terminal_columns(fd: RawFd) -> Option<usize> {
+    // SAFETY: an all-zero winsize is valid; TIOCGWINSZ fills it in.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: `ws` lives across the call and has the layout TIOCGWINSZ writes.
+    let r = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) };
+    (r == 0 && ws.ws_col > 0).then_some(usize::from(ws.ws_col))
+}
+
+/// Make `fd` non-blocking.
+pub fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: F_GETFL/F_SETFL take and return plain integers.
+    let flags = check(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    // SAFETY: as above.
+    check(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) })?;
+    Ok(())
+}
+
+/// Read what is waiting on non-blocking `fd` into `buf`: `Ok(Some(0))` at end of file,
+/// `Ok(None)` when nothing is waiting.
+pub fn read_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<usize>> {
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    would_block(n)
+}
+
 /// Send `sig` to process `pid` (a negative `pid` names a process group). Errors (the process
 /// is gone) are returned, not fatal.
 pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
@@ -127,6 +159,11 @@ impl Tun {
             panic!("cannot return to the original network namespace: {e}");
         }
         tun
+    }
+
+    /// Create TUN device `name` in this process's own network namespace.
+    pub fn create_here(name: &str) -> io::Result<Self> {
+        Self::create(name)
     }
 
     fn create(name: &str) -> io::Result<Self> {
@@ -233,6 +270,14 @@ impl Epoll {
         };
         // SAFETY: `ev` lives across the call; `fd` is a descriptor the caller keeps open.
         check(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
+        Ok(())
+    }
+
+    /// Stop watching `fd` (before closing it, or once it reached end of file).
+    pub fn delete(&self, fd: RawFd) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events: 0, u64: 0 };
+        // SAFETY: `ev` lives across the call (old kernels want a non-null pointer).
+        check(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut ev) })?;
         Ok(())
     }
 
@@ -401,7 +446,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-/// SIGINT, SIGTERM and SIGCHLD delivered as bytes on a non-blocking pipe, so the event loop
+/// SIGINT, SIGTERM, SIGHUP and SIGCHLD delivered as bytes on a non-blocking pipe, so the event loop
 /// sees them as input (the classic self-pipe trick). Handlers are reset to the default when
 /// this is dropped. Child processes start with default handlers (exec resets caught signals).
 #[derive(Debug)]
@@ -411,7 +456,18 @@ pub struct SignalPipe {
 }
 
 /// The signals [`SignalPipe`] catches.
-const CAUGHT: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGCHLD];
+const CAUGHT: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD];
+
+/// What [`SignalPipe::drain`] found.
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+pub struct Caught {
+    /// SIGINT (Ctrl-C).
+    pub interrupt: bool,
+    /// SIGTERM or SIGHUP (`kill`, `timeout`, a closed terminal).
+    pub terminate: bool,
+    /// SIGCHLD: a child changed state.
+    pub child: bool,
+}
 
 impl SignalPipe {
     /// Install the handlers. Only one may exist per process at a time.
@@ -438,10 +494,9 @@ impl SignalPipe {
         })
     }
 
-    /// Drain the pipe; returns whether SIGINT/SIGTERM (stop) and SIGCHLD (a child changed
-    /// state) arrived.
-    pub fn drain(&self) -> (bool, bool) {
-        let (mut stop, mut child) = (false, false);
+    /// Drain the pipe; returns which signals arrived.
+    pub fn drain(&self) -> Caught {
+        let mut got = Caught::default();
         let mut buf = [0u8; 64];
         loop {
             // SAFETY: `buf` is valid for 64 bytes.
@@ -451,12 +506,13 @@ impl SignalPipe {
             }
             for &b in &buf[..n as usize] {
                 match libc::c_int::from(b) {
-                    libc::SIGCHLD => child = true,
-                    _ => stop = true,
+                    libc::SIGCHLD => got.child = true,
+                    libc::SIGINT => got.interrupt = true,
+                    _ => got.terminate = true,
                 }
             }
         }
-        (stop, child)
+        got
     }
 
     /// The read end, to register with [`Epoll`].

@@ -112,6 +112,9 @@ fn tcp_cubic_transfer_reaches_the_link_rate() {
     }
     let dir = tempfile::tempdir().unwrap();
     let mut opts = EmuOptions::new(dir.path());
+    // The upload gw → term along the flow: iperf3's client sends, so it runs in gw.
+    opts.server_on = Some("term".into());
+    opts.client_on = Some("gw".into());
     opts.server = Some("iperf3 -s -1".into());
     opts.client = Some("iperf3 -c {server} -C cubic -t 30 -O 10 -J".into());
     opts.duration = Some(Duration::from_secs(75));
@@ -271,6 +274,9 @@ fn asymmetric_goodput(kind: &str) -> (f64, satpep_output::LinkSummary) {
 fn iperf_goodput(scenario: &Scenario) -> (f64, satpep_emu::EmuSummary) {
     let dir = tempfile::tempdir().unwrap();
     let mut opts = EmuOptions::new(dir.path());
+    // The upload gw → term along the flow: iperf3's client sends, so it runs in gw.
+    opts.server_on = Some("term".into());
+    opts.client_on = Some("gw".into());
     opts.server = Some("iperf3 -s -1".into());
     opts.client = Some("iperf3 -c {server} -C cubic -t 30 -J".into());
     opts.duration = Some(Duration::from_secs(60));

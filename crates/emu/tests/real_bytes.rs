@@ -140,6 +140,8 @@ fn fetch(text: &str, size: usize, transfers: u32, limit_s: u64) -> satpep_emu::E
     std::fs::create_dir_all(&got).unwrap();
     let data = blob(&www.join("blob"), size);
     let mut opts = EmuOptions::new(dir.path().join("out"));
+    opts.server_on = Some("srv".into());
+    opts.client_on = Some("term".into());
     // `--bind 0.0.0.0`: bound to an address, http.server looks its name up in DNS before it
     // listens, and a namespace has no resolver (a 10 s stall).
     opts.server = Some(format!(
