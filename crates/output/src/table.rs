@@ -65,7 +65,12 @@ pub fn render_table(s: &Summary) -> String {
             ("RTOs", Right),
             ("srtt (ms)", Right),
         ]);
-        for f in &s.flows {
+        let shown = if s.flows.len() > MAX_ROWS {
+            MAX_ROWS / 2
+        } else {
+            s.flows.len()
+        };
+        for f in &s.flows[..shown] {
             t.row(vec![
                 shorten(&f.name, MAX_NAME),
                 shorten(&format!("{}/{}", f.cc, f.recovery), MAX_NAME),
@@ -90,6 +95,23 @@ pub fn render_table(s: &Summary) -> String {
         }
         out.push('\n');
         t.render_into(&mut out);
+        if shown < s.flows.len() {
+            let mut goodput: Vec<f64> = s.flows.iter().map(|f| f.goodput_bps).collect();
+            goodput.sort_by(f64::total_cmp);
+            let _ = writeln!(
+                out,
+                "… {} more flows (summary.json lists every one); all {}: goodput {} in total, \
+                 min {}, median {}, max {}; {} retransmissions, {} RTOs",
+                s.flows.len() - shown,
+                s.flows.len(),
+                format_bitrate(goodput.iter().sum()),
+                format_bitrate(goodput[0]),
+                format_bitrate(goodput[goodput.len() / 2]),
+                format_bitrate(goodput[goodput.len() - 1]),
+                s.flows.iter().map(|f| f.retransmissions).sum::<u64>(),
+                s.flows.iter().map(|f| f.rto_expirations).sum::<u64>(),
+            );
+        }
     }
     if !s.links.is_empty() {
         let mut t = Table::new(&[
@@ -101,7 +123,16 @@ pub fn render_table(s: &Summary) -> String {
             ("mean q (pkt)", Right),
             ("max q", Right),
         ]);
-        for l in &s.links {
+        // Many links (a star of a thousand terminals): the busiest, in scenario order.
+        let mut shown: Vec<usize> = (0..s.links.len()).collect();
+        if shown.len() > MAX_ROWS {
+            shown.sort_by(|&a, &b| {
+                (s.links[b].utilisation.total_cmp(&s.links[a].utilisation)).then(a.cmp(&b))
+            });
+            shown.truncate(MAX_ROWS / 2);
+            shown.sort_unstable();
+        }
+        for l in shown.iter().map(|&i| &s.links[i]) {
             t.row(vec![
                 shorten(&l.name, MAX_NAME),
                 format_bitrate(l.rate_bps as f64),
@@ -114,9 +145,20 @@ pub fn render_table(s: &Summary) -> String {
         }
         out.push('\n');
         t.render_into(&mut out);
+        if shown.len() < s.links.len() {
+            let _ = writeln!(
+                out,
+                "… {} less busy links not shown (summary.json lists every one)",
+                s.links.len() - shown.len()
+            );
+        }
     }
     out
 }
+
+/// Most flow or link rows printed; beyond it, the first half (flows) or the busiest half
+/// (links) and a summary line, so 100 000 flows print a screenful, not 100 000 lines.
+pub const MAX_ROWS: usize = 40;
 
 /// The metric columns of both sweep tables, after the keys.
 const SWEEP_METRIC_COLUMNS: [(&str, Align); 6] = [
@@ -387,6 +429,61 @@ sat_fwd  10.0 Mb/s  60.0%        3          4         12.25    100
 ";
         assert_eq!(text, expected);
         assert!(text.lines().all(|l| l.chars().count() < 100));
+    }
+
+    #[test]
+    fn thousands_of_flows_and_links_print_a_screenful() {
+        let mut s = example();
+        let (flow, link) = (s.flows[0].clone(), s.links[0].clone());
+        s.flows = (0..1000)
+            .map(|i| {
+                let mut f = flow.clone();
+                f.name = format!("f{i}");
+                f.goodput_bps = f64::from(i) * 1000.0;
+                f
+            })
+            .collect();
+        s.links = (0..1000)
+            .map(|i| {
+                let mut l = link.clone();
+                l.name = format!("l{i}");
+                // Links 100, 200, … 900 are the busiest.
+                l.utilisation = if i % 100 == 0 && i > 0 { 0.9 } else { 0.01 };
+                l
+            })
+            .collect();
+        let text = render_table(&s);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1 + 1 + 2 + 20 + 1 + 1 + 2 + 20 + 1, "{text}");
+        assert!(lines[4].starts_with("f0 "), "{text}");
+        assert!(lines[23].starts_with("f19 "), "{text}");
+        assert_eq!(
+            lines[24],
+            "… 980 more flows (summary.json lists every one); all 1000: goodput 500 Mb/s in \
+             total, min 0 b/s, median 500 kb/s, max 999 kb/s; 5000 retransmissions, 1000 RTOs"
+        );
+        // The nine busiest (l100 … l900) and, among equals, the lowest indices (l0 … l10), in
+        // scenario order.
+        let names: Vec<&str> = lines[28..48]
+            .iter()
+            .map(|l| l.split_whitespace().next().unwrap_or(""))
+            .collect();
+        assert_eq!(&names[..3], ["l0", "l1", "l2"]);
+        assert!(
+            names.contains(&"l900") && names.contains(&"l100"),
+            "{names:?}"
+        );
+        assert_eq!(
+            lines[48],
+            "… 980 less busy links not shown (summary.json lists every one)"
+        );
+        // At the bound, everything is printed.
+        s.flows.truncate(MAX_ROWS);
+        s.links.truncate(MAX_ROWS);
+        assert_eq!(
+            render_table(&s).lines().count(),
+            1 + 1 + 2 + 40 + 1 + 2 + 40
+        );
     }
 
     #[test]
