@@ -48,7 +48,7 @@ const ROOT_KEYS: &[&str] = &[
     "output",
     "sweep",
 ];
-const DEFAULTS_KEYS: &[&str] = &["tcp"];
+const DEFAULTS_KEYS: &[&str] = &["tcp", "link"];
 const NODE_KEYS: &[&str] = &["name", "kind", "address", "middlebox"];
 const LINK_OWN_KEYS: &[&str] = &["name", "from", "to"];
 const ROUTE_KEYS: &[&str] = &["node", "dst", "link"];
@@ -131,21 +131,46 @@ impl<'s> Builder<'s, '_> {
 
     /// `[defaults.tcp]`, checked on its own so that its errors point at it, not at each flow.
     fn default_tcp(&self) -> Result<Table> {
+        self.defaults_of("tcp", |v| {
+            typed_rel::<TcpConfig>(v).and_then(|c| check_tcp(&c))
+        })
+    }
+
+    /// `[defaults.link]`: keys every `[[link]]` starts from, checked on its own.
+    fn default_link(&self) -> Result<Table> {
+        self.defaults_of("link", |v| {
+            typed_rel::<LinkConfig>(v).and_then(|c| check_link(&c))
+        })
+    }
+
+    fn defaults_of(
+        &self,
+        k: &str,
+        check: impl Fn(&Value) -> std::result::Result<(), RelError>,
+    ) -> Result<Table> {
         let path = key("defaults");
         let Some(defaults) = self.root.get("defaults") else {
             return Ok(Table::new());
         };
         let defaults = self.table(defaults, &path)?;
         self.check_keys(defaults, &path, DEFAULTS_KEYS)?;
-        let path = join(&path, "tcp");
-        let Some(tcp) = defaults.get("tcp") else {
+        let path = join(&path, k);
+        let Some(table) = defaults.get(k) else {
             return Ok(Table::new());
         };
-        let tcp = self.table(tcp, &path)?.clone();
-        let checked =
-            typed_rel::<TcpConfig>(&Value::Table(tcp.clone())).and_then(|c| check_tcp(&c));
-        checked.map_err(|(rel, msg)| self.err(&[path, rel].concat(), msg))?;
-        Ok(tcp)
+        let table = self.table(table, &path)?.clone();
+        if let Some(own) = LINK_OWN_KEYS
+            .iter()
+            .find(|o| k == "link" && table.contains_key(**o))
+        {
+            return Err(self.err(
+                &join(&path, own),
+                format!("`{own}` belongs to each [[link]], not to [defaults.link]"),
+            ));
+        }
+        check(&Value::Table(table.clone()))
+            .map_err(|(rel, msg)| self.err(&[path, rel].concat(), msg))?;
+        Ok(table)
     }
 
     fn nodes(&self) -> Result<Nodes> {
@@ -222,6 +247,7 @@ impl<'s> Builder<'s, '_> {
     }
 
     fn links(&self, nodes: &Nodes) -> Result<Vec<LinkSpec>> {
+        let defaults = self.default_link()?;
         let mut links: Vec<LinkSpec> = Vec::new();
         let mut taken: HashSet<String> = HashSet::new();
         for (i, t) in self.elements("link")?.iter().enumerate() {
@@ -233,21 +259,32 @@ impl<'s> Builder<'s, '_> {
             if from == to {
                 return Err(self.err(&join(&path, "to"), "a link must join two different nodes"));
             }
-            let mut rest = t.clone().into_owned();
-            for k in LINK_OWN_KEYS {
-                rest.remove(*k);
-            }
+            // [defaults.link], then the link's own keys over it, key by key.
+            let mut merged = defaults.clone();
+            merged.extend(
+                (t.iter())
+                    .filter(|(k, _)| !LINK_OWN_KEYS.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
+            let blame = |rel: KeyPath| {
+                let own = matches!(rel.first(), Some(Seg::Key(k)) if t.contains_key(k));
+                let base = if own || defaults.is_empty() {
+                    path.clone()
+                } else {
+                    vec![Seg::Key("defaults".into()), Seg::Key("link".into())]
+                };
+                [base, rel].concat()
+            };
             let config =
-                typed_rel::<LinkConfig>(&Value::Table(rest)).map_err(|(rel, mut msg)| {
+                typed_rel::<LinkConfig>(&Value::Table(merged)).map_err(|(rel, mut msg)| {
                     // An unknown key of the link table itself (not of its `queue` or `error`):
                     // the link's own keys are allowed there too.
                     if msg.starts_with("unknown field") && rel.len() == 1 {
                         msg.push_str(", `name`, `from` or `to`");
                     }
-                    self.err(&[path.clone(), rel].concat(), msg)
+                    self.err(&blame(rel), msg)
                 })?;
-            check_link(&config)
-                .map_err(|(rel, msg)| self.err(&[path.clone(), rel].concat(), msg))?;
+            check_link(&config).map_err(|(rel, msg)| self.err(&blame(rel), msg))?;
             links.push(LinkSpec {
                 name,
                 from,

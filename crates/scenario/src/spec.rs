@@ -202,9 +202,9 @@ impl Scenario {
     /// The scenario written back in the file format with every default spelled out, for
     /// `run.json` and for re-running: loading `toml::to_string(&s.to_table())` gives `s` again.
     ///
-    /// `[defaults.tcp]` is the first flow's full `tcp` table and each flow's `tcp` holds what
-    /// differs from it; only the routes that differ from the automatic ones are written as
-    /// `[[route]]`.
+    /// `[defaults.tcp]` and `[defaults.link]` are the most common flow TCP and link configs,
+    /// every key spelled out, and each flow and link holds what differs from them; only the
+    /// routes that differ from the automatic ones are written as `[[route]]`.
     pub fn to_table(&self) -> Table {
         let mut t = Table::new();
         t.insert("name".into(), self.name.clone().into());
@@ -223,22 +223,48 @@ impl Scenario {
             Value::Table(e)
         });
         t.insert("node".into(), Value::Array(nodes.collect()));
-        let generated: Vec<usize> = self
-            .dama
-            .iter()
-            .flat_map(|d| d.links.iter().copied())
-            .collect();
+        let mut generated = vec![false; self.links.len()];
+        for &l in self.dama.iter().flat_map(|d| &d.links) {
+            if let Some(g) = generated.get_mut(l) {
+                *g = true;
+            }
+        }
+        // The most common link config, every key spelled out, becomes `[defaults.link]`, and
+        // each link writes only the keys where it differs (400 000 access links of a dumbbell
+        // write their name and ends, not 600 bytes each); the same for flows' `tcp`.
+        let written = (self.links.iter().enumerate())
+            .filter(|&(i, _)| !generated[i])
+            .map(|(_, l)| &l.config);
+        let link_defaults = match majority(written).map(to_value) {
+            Some(Value::Table(d)) => d,
+            _ => Table::new(),
+        };
+        let tcp_defaults = match majority(self.flows.iter().map(|f| &f.tcp)).map(to_value) {
+            Some(Value::Table(d)) => d,
+            _ => Table::new(),
+        };
+        let mut defaults = Table::new();
+        for (k, d) in [("tcp", &tcp_defaults), ("link", &link_defaults)] {
+            if !d.is_empty() {
+                defaults.insert(k.into(), Value::Table(d.clone()));
+            }
+        }
+        if !defaults.is_empty() {
+            t.insert("defaults".into(), Value::Table(defaults));
+        }
+        let link_differs = |v: Value| differs(&link_defaults, v);
+        let tcp_differs = |v: Value| differs(&tcp_defaults, v);
         let links = self
             .links
             .iter()
             .enumerate()
-            .filter(|(i, _)| !generated.contains(i))
+            .filter(|&(i, _)| !generated[i])
             .map(|(_, l)| {
                 let mut e = Table::new();
                 e.insert("name".into(), l.name.clone().into());
                 e.insert("from".into(), node_name(l.from));
                 e.insert("to".into(), node_name(l.to));
-                if let Value::Table(cfg) = to_value(&l.config) {
+                if let Some(Value::Table(cfg)) = link_differs(to_value(&l.config)) {
                     e.extend(cfg);
                 }
                 Value::Table(e)
@@ -274,27 +300,6 @@ impl Scenario {
         if !routes.is_empty() {
             t.insert("route".into(), Value::Array(routes));
         }
-        // The first flow's TCP table, every key spelled out, becomes `[defaults.tcp]`; each
-        // flow then writes only the keys where it differs (none, for most), so run.json grows
-        // by about 200 bytes per flow rather than 3.5 KB.
-        let defaults = match self.flows.first().map(|f| to_value(&f.tcp)) {
-            Some(Value::Table(d)) => d,
-            _ => Table::new(),
-        };
-        if !defaults.is_empty() {
-            let mut d = Table::new();
-            d.insert("tcp".into(), Value::Table(defaults.clone()));
-            t.insert("defaults".into(), Value::Table(d));
-        }
-        let differs = |tcp: Value| -> Option<Value> {
-            let Value::Table(full) = tcp else {
-                return Some(tcp);
-            };
-            let own: Table = (full.into_iter())
-                .filter(|(k, v)| defaults.get(k) != Some(v))
-                .collect();
-            (!own.is_empty()).then_some(Value::Table(own))
-        };
         let flows = self.flows.iter().map(|f| {
             let mut e = Table::new();
             e.insert("name".into(), f.name.clone().into());
@@ -304,7 +309,7 @@ impl Scenario {
             e.insert("port".into(), i64::from(f.dst_port).into());
             e.insert("src_port".into(), i64::from(f.src_port).into());
             e.insert("app".into(), to_value(&f.app));
-            if let Some(tcp) = differs(to_value(&f.tcp)) {
+            if let Some(tcp) = tcp_differs(to_value(&f.tcp)) {
                 e.insert("tcp".into(), tcp);
             }
             Value::Table(e)
@@ -324,6 +329,35 @@ impl Scenario {
         t.insert("output".into(), Value::Table(out));
         t
     }
+}
+
+/// The value that more than half of `items` equal, if one does (else some value of them):
+/// Boyer–Moore majority vote, one pass, no hashing.
+fn majority<'t, T: PartialEq + 't>(items: impl Iterator<Item = &'t T>) -> Option<&'t T> {
+    let mut candidate = None;
+    let mut count = 0usize;
+    for x in items {
+        if count == 0 {
+            candidate = Some(x);
+            count = 1;
+        } else if candidate == Some(x) {
+            count += 1;
+        } else {
+            count -= 1;
+        }
+    }
+    candidate
+}
+
+/// The keys of table `v` whose values differ from `defaults` (`None` when none do).
+fn differs(defaults: &Table, v: Value) -> Option<Value> {
+    let Value::Table(full) = v else {
+        return Some(v);
+    };
+    let own: Table = (full.into_iter())
+        .filter(|(k, v)| defaults.get(k) != Some(v))
+        .collect();
+    (!own.is_empty()).then_some(Value::Table(own))
 }
 
 /// A u64 as a TOML integer; TOML integers are i64, so larger values become strings.

@@ -686,3 +686,43 @@ fn an_error_in_a_copy_names_the_table_as_written_and_the_copy() {
     assert_eq!(e.line(), Some(9), "{e}");
     assert!(e.to_string().contains("`{j}` is not a copy index"), "{e}");
 }
+
+#[test]
+fn defaults_link_is_laid_under_every_link_and_run_json_uses_it() {
+    let text = STAR_COUNTED.replace(
+        "[[node]]\nname = \"hub\"",
+        "[defaults.link]\ndelay = \"7ms\"\nqueue = { limit_packets = 33 }\n\n[[node]]\nname = \"hub\"",
+    );
+    let l = load_str(&text, "star.toml", &[]).unwrap();
+    let s = &l.scenario;
+    // Every link takes the defaults' delay and queue; `up{i}` keeps its own rate.
+    assert!(s
+        .links
+        .iter()
+        .all(|k| k.config.delay == Duration::from_millis(7)));
+    assert!(s
+        .links
+        .iter()
+        .all(|k| k.config.queue.limit_packets == Some(33)));
+    assert_eq!(s.links[3].config.rate.bps(), 128_000);
+    // run.json: the most common config (50 down links + 2 hub-server links: 52 of 102) is
+    // [defaults.link]; those links write only their name and ends; it loads back the same.
+    let r = &l.resolved;
+    let down = r["link"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["name"].as_str() == Some("down3"));
+    assert_eq!(down.unwrap().as_table().unwrap().len(), 3);
+    assert_eq!(r["defaults"]["link"]["delay"].as_str(), Some("7ms"));
+    let again = load_str(&toml::to_string(r).unwrap(), "<resolved>", &[]).unwrap();
+    assert_eq!(&again.scenario, s);
+    // A bad key in [defaults.link] is blamed there, not on each link; a link's own key wins.
+    let bad = text.replace("delay = \"7ms\"", "delay = \"7 parsecs\"");
+    let e = load_str(&bad, "star.toml", &[]).unwrap_err();
+    assert_eq!(e.key(), Some("defaults.link.delay"), "{e}");
+    assert_eq!(e.line(), Some(3), "{e}");
+    let own = text.replace("[defaults.link]\n", "[defaults.link]\nname = \"x\"\n");
+    let e = load_str(&own, "star.toml", &[]).unwrap_err();
+    assert!(e.to_string().contains("belongs to each [[link]]"), "{e}");
+}
