@@ -49,7 +49,7 @@ for n in $flows; do
                 /usr/bin/time -f 'TIME %e %U %S %M' -o "$tmp/t" "$satpep" bench --peer ns2 --flows "$n" --seconds "$simtime" --json >"$tmp/o" 2>&1
                 pk=$(sed -n 's/.*"in_order_packets":\([0-9]*\).*/\1/p' "$tmp/o")
                 [ -n "$pk" ] || { echo "satpep failed:" >&2; cat "$tmp/o" >&2; exit 1; }
-                simcpu=$(sed -n 's/.*"run_cpu_s":\([0-9.e-]*\).*/\1/p' "$tmp/o")
+                simcpu=$(sed -n 's/.*"run_cpu_s":\([0-9.e-]*\).*/\1/p' "$tmp/o" | awk '{printf "%.3f", $1}')
             fi
             line=$(awk -v p="$pk" -v sc="$simcpu" '/^TIME/{c=$3+$4; printf "%s %.3f %s %s %.3f %.3f %s", $2, c, sc, p, c*1e6/p, sc*1e6/p, $5}' "$tmp/t")
             if [ -z "$best" ] || awk -v a="$line" -v b="$best" 'BEGIN{split(a,x," "); split(b,y," "); exit !(x[2] < y[2])}'; then
