@@ -240,24 +240,24 @@ impl Future {
     #[inline]
     fn peek(&self) -> Option<&Key> {
         match self {
-            Future::Heap(h) => h.peek(),
-            Future::Wheel(w) => w.peek(),
+            Self::Heap(h) => h.peek(),
+            Self::Wheel(w) => w.peek(),
         }
     }
 
     #[inline]
     fn push(&mut self, k: Key) {
         match self {
-            Future::Heap(h) => h.push(k),
-            Future::Wheel(w) => w.push(k),
+            Self::Heap(h) => h.push(k),
+            Self::Wheel(w) => w.push(k),
         }
     }
 
     #[inline]
     fn pop(&mut self) -> Option<Key> {
         match self {
-            Future::Heap(h) => h.pop(),
-            Future::Wheel(w) => w.pop(),
+            Self::Heap(h) => h.pop(),
+            Self::Wheel(w) => w.pop(),
         }
     }
 }
