@@ -130,9 +130,151 @@ impl QuadHeap {
     }
 }
 
+/// A timing wheel of keys (a calendar queue with one year): bucket `b` holds the keys whose
+/// instant `at >> SHIFT` is `b`. Buckets after the current one, up to `SLOTS` of them, are
+/// unsorted vectors in a ring; the current bucket and anything at or before it are in a small
+/// heap (`near`); keys beyond the ring's span wait in a heap (`far`) and move into the ring as
+/// it turns. Pops come out in exactly (at, seq) order, as from [`QuadHeap`].
+struct Wheel {
+    near: QuadHeap,
+    ring: Vec<Vec<Key>>,
+    /// Keys in `ring`.
+    in_ring: usize,
+    far: QuadHeap,
+    /// The current bucket: `near` holds every key of bucket ≤ `cur`, the ring those of
+    /// `cur + 1 ..= cur + SLOTS - 1`, `far` the rest.
+    cur: u64,
+}
+
+impl Wheel {
+    /// Bucket width 2^14 ns (16.4 µs: a few 1500-byte packets at 1 Gb/s) ...
+    const SHIFT: u32 = 14;
+    /// ... and 2^15 buckets: a span of 537 ms, beyond a GEO round trip.
+    const SLOTS: u64 = 1 << 15;
+
+    fn new() -> Self {
+        Self {
+            near: QuadHeap::default(),
+            ring: (0..Self::SLOTS).map(|_| Vec::new()).collect(),
+            in_ring: 0,
+            far: QuadHeap::default(),
+            cur: 0,
+        }
+    }
+
+    #[inline]
+    fn peek(&self) -> Option<&Key> {
+        self.near.peek()
+    }
+
+    #[inline]
+    fn push(&mut self, k: Key) {
+        let b = k.at.0 >> Self::SHIFT;
+        if b <= self.cur {
+            self.near.push(k);
+            return;
+        }
+        if b - self.cur < Self::SLOTS {
+            self.ring[(b % Self::SLOTS) as usize].push(k);
+            self.in_ring += 1;
+        } else {
+            self.far.push(k);
+        }
+        if self.near.v.is_empty() {
+            self.turn();
+        }
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<Key> {
+        let k = self.near.pop()?;
+        if self.near.v.is_empty() {
+            self.turn();
+        }
+        Some(k)
+    }
+
+    /// `near` ran empty: move to the next bucket that holds keys and take them into `near`.
+    #[cold]
+    fn turn(&mut self) {
+        loop {
+            if self.in_ring == 0 {
+                // Nothing in the ring: jump to the far heap's first bucket.
+                let Some(first) = self.far.peek() else { return };
+                self.cur = (first.at.0 >> Self::SHIFT) - 1;
+            }
+            self.cur += 1;
+            // Keys of the far heap that the ring now spans (its last slot is new).
+            while let Some(&k) = self.far.peek() {
+                let b = k.at.0 >> Self::SHIFT;
+                if b - self.cur >= Self::SLOTS {
+                    break;
+                }
+                self.far.pop();
+                if b == self.cur {
+                    self.near.push(k);
+                } else {
+                    self.ring[(b % Self::SLOTS) as usize].push(k);
+                    self.in_ring += 1;
+                }
+            }
+            let slot = &mut self.ring[(self.cur % Self::SLOTS) as usize];
+            self.in_ring -= slot.len();
+            for k in slot.drain(..) {
+                self.near.push(k);
+            }
+            if !self.near.v.is_empty() {
+                return;
+            }
+        }
+    }
+}
+
+/// Which structure orders the future events.
+enum Future {
+    Heap(QuadHeap),
+    Wheel(Box<Wheel>),
+}
+
+impl Future {
+    #[inline]
+    fn peek(&self) -> Option<&Key> {
+        match self {
+            Self::Heap(h) => h.peek(),
+            Self::Wheel(w) => w.peek(),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, k: Key) {
+        match self {
+            Self::Heap(h) => h.push(k),
+            Self::Wheel(w) => w.push(k),
+        }
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<Key> {
+        match self {
+            Self::Heap(h) => h.pop(),
+            Self::Wheel(w) => w.pop(),
+        }
+    }
+}
+
+/// The structure behind [`EventQueue`] for future events; both pop the same order.
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+pub enum QueueKind {
+    /// A 4-ary heap.
+    #[default]
+    Heap,
+    /// A timing wheel of 16 µs buckets over 537 ms, with a heap beyond.
+    Wheel,
+}
+
 /// The event queue and the lazy-timer bookkeeping.
 pub struct EventQueue {
-    heap: QuadHeap,
+    heap: Future,
     immediate: VecDeque<Entry>,
     /// Future events other than wake-ups (rare: ticks, packets scheduled ahead).
     parked: Vec<Option<Event>>,
@@ -147,7 +289,7 @@ impl EventQueue {
     /// An empty queue for `nodes` nodes.
     pub fn new(nodes: usize) -> Self {
         Self {
-            heap: QuadHeap::default(),
+            heap: Future::Heap(QuadHeap::default()),
             immediate: VecDeque::with_capacity(1024),
             parked: Vec::new(),
             free_parked: Vec::new(),
@@ -156,6 +298,22 @@ impl EventQueue {
             armed: vec![None; nodes],
             processed: 0,
         }
+    }
+
+    /// Order future events with `kind` from now on (the events already queued move over).
+    pub fn set_kind(&mut self, kind: QueueKind) {
+        let mut next = match kind {
+            QueueKind::Heap => Future::Heap(QuadHeap::default()),
+            QueueKind::Wheel => {
+                let mut w = Wheel::new();
+                w.cur = self.now.0 >> Wheel::SHIFT;
+                Future::Wheel(Box::new(w))
+            }
+        };
+        while let Some(k) = self.heap.pop() {
+            next.push(k);
+        }
+        self.heap = next;
     }
 
     /// Current virtual time.
@@ -326,6 +484,49 @@ mod tests {
         reference.sort();
         let rest: Vec<Key> = std::iter::from_fn(|| h.pop()).collect();
         assert_eq!(rest, reference);
+    }
+
+    #[test]
+    fn wheel_pops_what_the_heap_pops() {
+        // Times spread over several spans of the ring (so keys go near, into the ring and to
+        // the far heap), pops interleaved with pushes that never go before the last pop.
+        let mut heap = QuadHeap::default();
+        let mut wheel = Wheel::new();
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut now = 0u64;
+        let mut popped = 0;
+        for seq in 0..200_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if x % 5 < 2 {
+                let (a, b) = (heap.pop(), wheel.pop());
+                assert_eq!(a, b, "pop {popped}");
+                if let Some(k) = a {
+                    now = k.at.0;
+                    popped += 1;
+                }
+            } else {
+                // Mostly near (a few buckets ahead), some a ring span or more ahead.
+                let ahead = match x % 7 {
+                    0 => x % (3 * (Wheel::SLOTS << Wheel::SHIFT)),
+                    1 => 0,
+                    _ => x % (64 << Wheel::SHIFT),
+                };
+                let k = Key {
+                    at: Instant(now + ahead),
+                    seq,
+                    what: x,
+                };
+                heap.push(k);
+                wheel.push(k);
+            }
+        }
+        while let Some(k) = heap.pop() {
+            assert_eq!(wheel.pop(), Some(k));
+        }
+        assert_eq!(wheel.pop(), None);
+        assert!(popped > 50_000, "{popped}");
     }
 
     fn tick(q: &mut EventQueue) -> Option<(u64, u32)> {

@@ -13,4 +13,5 @@ pub mod reproduce;
 mod world;
 
 pub use capture::TRACE_PCAPNG;
+pub use engine::QueueKind;
 pub use world::{Outputs, RunResult, Simulation};

@@ -220,12 +220,24 @@ pub struct Simulation {
     last_sample: Option<Instant>,
     /// A stop request ended the run early.
     interrupted: bool,
+    /// Every event at or before this instant has been handled: links (which are not woken
+    /// for serialisation completions) can be settled up to it before they are read.
+    handled_upto: Instant,
     /// Split-TCP routers (see [`split_routers`]) and, per router × flow, the relay leg seen.
     split_routers: Vec<NodeId>,
     legs: Vec<Option<LegRecord>>,
     /// Flow index by its opener's (local, remote) address and port, to find a relay's legs.
     flow_by_ends: BTreeMap<Ends, usize>,
+    /// Largest opener cwnd seen at a sample instant (or at the end), per flow.
     max_cwnd: Vec<u64>,
+    /// Sample instants so far. A host's openers are folded into `max_cwnd` lazily: at the
+    /// host's first event after a sample (their cwnd cannot change without one, so it is the
+    /// value every sample since saw), not by a walk over every flow at every sample.
+    samples: u64,
+    /// Per node: `samples` when its openers were last folded (or it last had an event).
+    folded_at: Vec<u64>,
+    /// Per node: the flows whose opener it hosts.
+    openers_on: Vec<Vec<usize>>,
     done_flows: usize,
     /// Finished openers per host node, to notice new ones cheaply.
     host_done: Vec<usize>,
@@ -441,10 +453,20 @@ impl Simulation {
             last_link_bytes: vec![0; scenario.links.len()],
             last_sample: None,
             interrupted: false,
+            handled_upto: Instant::ZERO,
             legs: vec![None; split.len() * n_flows],
             split_routers: split,
             flow_by_ends,
             max_cwnd: vec![0; n_flows],
+            samples: 0,
+            folded_at: vec![0; n_total],
+            openers_on: {
+                let mut on = vec![Vec::new(); n_total];
+                for (i, loc) in flows.iter().enumerate() {
+                    on[loc.opener.0].push(i);
+                }
+                on
+            },
             scenario: scenario.clone(),
             q,
             nodes,
@@ -479,6 +501,11 @@ impl Simulation {
             self.q.push(self.q.now(), Event::Tick(TICK_SAMPLE));
         }
         self.outputs = Some(outputs);
+    }
+
+    /// Order future events with a different structure (same results; for `satpep bench`).
+    pub fn set_queue_kind(&mut self, kind: crate::engine::QueueKind) {
+        self.q.set_kind(kind);
     }
 
     /// Current virtual time.
@@ -519,7 +546,7 @@ impl Simulation {
                 break;
             }
             let step_end = (self.q.now() + Duration::from_millis(100)).min(end);
-            self.run_until(step_end);
+            self.run_events(step_end, |_, _, _| {});
             if self.q.now() >= next_report {
                 progress(self.q.now());
                 next_report = self.q.now() + Duration::from_secs(1);
@@ -529,6 +556,7 @@ impl Simulation {
             }
             if self.q.peek_time().is_none() {
                 self.q.advance_to(end);
+                self.handled_upto = end;
             }
         }
         self.finish()
@@ -634,8 +662,30 @@ impl Simulation {
     }
 
     /// [`Simulation::run_until`], telling `observe` the node and the scheduled instant of every
-    /// node event (a real-time driver measures how late it ran each one).
+    /// node event (a real-time driver measures how late it ran each one). Links are settled
+    /// at the end, so that [`Simulation::link`] and [`Simulation::link_stats`] read them as of
+    /// the last instant handled.
     pub fn run_until_observed(
+        &mut self,
+        end: Instant,
+        observe: impl FnMut(NodeId, Option<PortId>, Instant),
+    ) {
+        self.run_events(end, observe);
+        self.settle_links();
+    }
+
+    /// Bring every link up to [`Self::handled_upto`] (see [`Link::settle`]).
+    fn settle_links(&mut self) {
+        let t = self.handled_upto;
+        for &id in &self.link_node {
+            if let SimNode::Link(l) = &mut self.nodes[id] {
+                l.settle(t);
+            }
+        }
+    }
+
+    /// The event loop: every event up to and including `end`, or until the scenario is done.
+    fn run_events(
         &mut self,
         end: Instant,
         mut observe: impl FnMut(NodeId, Option<PortId>, Instant),
@@ -644,6 +694,9 @@ impl Simulation {
             let id = match ev {
                 Event::Deliver { to, port, pkt } => {
                     observe(to, Some(port), self.q.now());
+                    if self.folded_at[to] != self.samples {
+                        self.fold_max_cwnd(to);
+                    }
                     if pkt.payload_len > 0 && matches!(self.nodes[to], SimNode::Host(_)) {
                         self.data_packets += 1;
                     }
@@ -652,10 +705,15 @@ impl Simulation {
                 }
                 Event::Wake { node } => {
                     observe(node, None, self.q.now());
+                    if self.folded_at[node] != self.samples {
+                        self.fold_max_cwnd(node);
+                    }
                     self.nodes[node].handle_timeout(self.q.now());
                     node
                 }
                 Event::Tick(_) => {
+                    // Events at this instant queued after the tick are still to come.
+                    self.handled_upto = Instant(self.q.now().0.saturating_sub(1));
                     self.sample();
                     let next = self.q.now() + self.scenario.output.interval;
                     self.q.push(next, Event::Tick(TICK_SAMPLE));
@@ -672,12 +730,27 @@ impl Simulation {
                 if !self.pending.is_empty() {
                     self.settle_pending();
                     if self.is_done() {
+                        self.handled_upto = Instant(self.q.now().0.saturating_sub(1));
                         return;
                     }
                 }
             }
         }
         self.q.advance_to(end);
+        self.handled_upto = end;
+    }
+
+    /// A sample was taken since `node`'s last event: its openers' cwnd is still what that
+    /// sample saw; fold it into `max_cwnd` before the event changes it.
+    #[cold]
+    fn fold_max_cwnd(&mut self, node: NodeId) {
+        self.folded_at[node] = self.samples;
+        if let SimNode::Host(h) = &self.nodes[node] {
+            for &f in &self.openers_on[node] {
+                let cwnd = h.conns()[self.flows[f].opener.1].ep.cwnd();
+                self.max_cwnd[f] = self.max_cwnd[f].max(cwnd);
+            }
+        }
     }
 
     fn flush(&mut self, id: NodeId) {
@@ -841,11 +914,13 @@ impl Simulation {
             return;
         }
         let since = self.last_sample.replace(now);
-        for i in 0..self.flows.len() {
-            let ep = self.opener(i);
-            self.max_cwnd[i] = self.max_cwnd[i].max(ep.cwnd());
-        }
-        let leg_rows = self.sample_legs(now);
+        // Openers' cwnd: folded lazily (see `samples`), so that without series a sample costs
+        // nothing per flow.
+        self.samples += 1;
+        let leg_rows = match self.split_routers.is_empty() {
+            true => Vec::new(),
+            false => self.sample_legs(now),
+        };
         if self.outputs.as_ref().is_none_or(|o| o.series.is_none()) {
             return;
         }
@@ -862,6 +937,7 @@ impl Simulation {
         };
         let mut links = Vec::with_capacity(self.link_node.len());
         self.write_dama_and_rtt(now);
+        self.settle_links();
         for i in 0..self.link_node.len() {
             let (st, qp, qb) = self.link_view(i, now);
             let bytes = st.delivered_bytes;
@@ -1045,6 +1121,7 @@ impl Simulation {
     }
 
     fn finish(mut self) -> io::Result<RunResult> {
+        self.settle_links();
         self.sample();
         let summary = self.summary();
         if let Some(out) = self.outputs.take() {

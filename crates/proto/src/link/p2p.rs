@@ -12,6 +12,11 @@
 //! `set_rate`), so a driver that wakes us late changes nothing but the instant packets come out.
 //! Delivered packets wait in one FIFO delay line (the delay is constant, so they leave in
 //! order): no timer or allocation per packet.
+//!
+//! For the same reason [`Node::poll_timeout`] asks only for deliveries: the packet on the
+//! serialiser cannot come out before `finish + delay`, and nothing outside sees a completion
+//! until then. A driver that reads the queue or the counters between inputs must first bring
+//! the link up to that instant with [`Link::settle`] (the simulator does, before sampling).
 
 use std::collections::VecDeque;
 
@@ -156,6 +161,13 @@ impl Link {
             s.busy_ns += now.min(ser.finish).saturating_since(ser.start).as_nanos();
         }
         s
+    }
+
+    /// Apply every serialisation completion at or before `now` (no input, no output): the
+    /// queue, the serialiser and the counters are then as a link woken at each completion
+    /// would have them. Call before reading them between inputs.
+    pub fn settle(&mut self, now: Instant) {
+        self.advance(now);
     }
 
     /// Fraction of [0, `now`] the serialiser was busy.
@@ -342,7 +354,9 @@ impl Node for Link {
 
     #[inline]
     fn poll_timeout(&self) -> Option<Instant> {
-        let finish = self.serialising.as_ref().map(|s| s.finish);
+        // The packet on the serialiser comes out `delay` after its last bit; its completion
+        // is applied then (or by an earlier input), not woken for.
+        let finish = self.serialising.as_ref().map(|s| s.finish + self.delay);
         let due = self.delay_line.front().map(|f| f.due);
         let setup = self.channel.as_ref().and_then(|c| c.ready_at());
         [finish, due, setup].into_iter().flatten().min()

@@ -128,12 +128,13 @@ fn burst_of_three_leaves_tx_time_apart_after_delay() {
     for (now, p) in burst(3, 1000) {
         l.handle_packet(now, PortId(0), p);
     }
-    // The first started at once; two wait; the serialiser frees at 8 ms.
+    // The first started at once; two wait; the serialiser frees at 8 ms, but the link asks to
+    // be woken only for the first delivery, 8 + 250 ms.
     assert_eq!(
         (l.is_busy(), l.queue_len_packets(), l.queue_len_bytes()),
         (true, 2, 2000)
     );
-    assert_eq!(l.poll_timeout(), Some(ms(8)));
+    assert_eq!(l.poll_timeout(), Some(ms(258)));
     let out = drive(&mut l, Vec::new(), &[0], true);
     assert_eq!(out, [(ms(258), 1), (ms(266), 2), (ms(274), 3)]);
     assert_eq!(l.poll_timeout(), None);
@@ -142,6 +143,38 @@ fn burst_of_three_leaves_tx_time_apart_after_delay() {
         (s.delivered_packets, s.delivered_bytes, s.busy_ns),
         (3, 3000, 24 * MS)
     );
+}
+
+#[test]
+fn wakes_only_for_deliveries_and_settle_shows_the_queue_as_of_then() {
+    // 5 packets of 1000 B at 1 Mb/s (8 ms each), 250 ms delay: a driver that wakes the link
+    // only at `poll_timeout` wakes it 5 times (once per delivery), never for the 5 completions,
+    // and every packet still leaves at 258 + 8k ms.
+    let mut l = link(&config(MBPS, 250, Some(100), None));
+    for (now, p) in burst(5, 1000) {
+        l.handle_packet(now, PortId(0), p);
+    }
+    let mut wakes = Vec::new();
+    let mut out = Vec::new();
+    while let Some(t) = l.poll_timeout() {
+        wakes.push(t);
+        l.handle_timeout(t);
+        drain(&mut l, t, &mut out);
+    }
+    let due: Vec<Instant> = (0..5).map(|k| ms(258 + 8 * k)).collect();
+    assert_eq!(wakes, due);
+    assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), due);
+    // Unsettled, the queue still holds what it held at the last input; settled at 20 ms, #1
+    // and #2 have left the serialiser (8, 16 ms) and #3 is on it: 2 wait, as a link woken at
+    // every completion would show.
+    let mut l = link(&config(MBPS, 250, Some(100), None));
+    for (now, p) in burst(5, 1000) {
+        l.handle_packet(now, PortId(0), p);
+    }
+    assert_eq!(l.queue_len_packets(), 4);
+    l.settle(ms(20));
+    assert_eq!((l.queue_len_packets(), l.in_flight()), (2, 2));
+    assert_eq!(l.stats_at(ms(20)).busy_ns, 20 * MS);
 }
 
 #[test]
@@ -154,7 +187,7 @@ fn late_timeout_keeps_the_scheduled_spacing_and_never_delivers_early() {
     l.handle_timeout(ms(20));
     assert!(l.poll_transmit(ms(20)).is_none());
     assert_eq!((l.in_flight(), l.queue_len_packets()), (2, 0));
-    assert_eq!(l.poll_timeout(), Some(ms(24)));
+    assert_eq!(l.poll_timeout(), Some(ms(258)));
     // At 265 ms only packet 1 (due 258) may leave; packet 2 is due at 266.
     let mut out = Vec::new();
     drain(&mut l, ms(265), &mut out);
@@ -176,12 +209,15 @@ fn early_and_repeated_timeouts_change_nothing() {
     }
     l.handle_timeout(Instant(8 * MS - 1));
     assert!(l.poll_transmit(Instant(8 * MS - 1)).is_none());
-    assert_eq!((l.queue_len_packets(), l.poll_timeout()), (1, Some(ms(8))));
+    assert_eq!(
+        (l.queue_len_packets(), l.poll_timeout()),
+        (1, Some(ms(258)))
+    );
     l.handle_timeout(ms(8));
     l.handle_timeout(ms(8));
     assert_eq!(
         (l.queue_len_packets(), l.in_flight(), l.poll_timeout()),
-        (0, 1, Some(ms(16)))
+        (0, 1, Some(ms(258)))
     );
     let out = drive(&mut l, Vec::new(), &[0], true);
     assert_eq!(out, [(ms(258), 1), (ms(266), 2)]);
@@ -419,7 +455,7 @@ fn set_rate_applies_from_the_next_packet() {
         l.handle_packet(now, PortId(0), p);
     }
     l.set_rate(ms(4), Bitrate(2 * MBPS));
-    assert_eq!(l.poll_timeout(), Some(ms(8)));
+    assert_eq!(l.poll_timeout(), Some(ms(258)));
     let out = drive(&mut l, Vec::new(), &[0], true);
     assert_eq!(out, [(ms(258), 1), (ms(262), 2), (ms(266), 3)]);
     assert_eq!(l.rate(), Bitrate(2 * MBPS));
@@ -451,7 +487,8 @@ fn set_rate_at_a_start_instant_applies_to_that_packet_in_either_order() {
         if !packet_first {
             l.handle_packet(ms(10), PortId(0), pkt(1, 1000));
         }
-        assert_eq!(l.poll_timeout(), Some(ms(14)), "{packet_first}");
+        // Finishes at 14 ms (4 ms at the new rate), delivered 250 ms later.
+        assert_eq!(l.poll_timeout(), Some(ms(264)), "{packet_first}");
     }
 }
 
@@ -495,10 +532,10 @@ fn thousands_in_flight() {
         l.handle_timeout(now);
         assert!(l.poll_transmit(now).is_none());
     }
-    // At 249.96 ms the first 2083 have finished and none is due yet (the first at 250.12 ms);
-    // the 2084th is on the serialiser until 250.08 ms, which is the next deadline.
+    // At 249.96 ms the first 2083 have finished and none is due yet (the first at 250.12 ms,
+    // the deadline: the 2084th's completion at 250.08 ms is not woken for).
     assert_eq!((l.in_flight(), l.is_busy()), (2083, true));
-    assert_eq!(l.poll_timeout(), Some(Instant(2084 * gap)));
+    assert_eq!(l.poll_timeout(), Some(Instant(gap + 250 * MS)));
     l.handle_timeout(Instant(2084 * gap));
     assert!(l.poll_transmit(Instant(2084 * gap)).is_none());
     assert_eq!(
