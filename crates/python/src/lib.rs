@@ -156,7 +156,7 @@ fn take_sweep(text: &str, origin: &str) -> PyResult<(String, Vec<(String, String
         .map_err(|e| PyValueError::new_err(format!("{origin}: as TOML: {e}")))?;
     let keys = keys
         .into_iter()
-        .map(|(k, values)| (k, Value::Array(values.into()).to_string()))
+        .map(|(k, values)| (k, Value::Array(values).to_string()))
         .collect();
     Ok((text, keys))
 }

@@ -73,18 +73,25 @@ fn wheel_installs_with_pip_and_python_tests_pass() {
     let tmp = tempfile::tempdir().unwrap();
     let profile_release = !cfg!(debug_assertions);
 
-    // maturin's cargo gets its own target folder: the outer `cargo test` may hold the lock on
-    // target/<profile>, and a build inside would wait for it forever.
+    // maturin's cargo shares target/ with the outer `cargo test` (which no longer holds its lock
+    // while tests run), so it reuses what that built; `timeout` turns a hang into a failure.
     let t = Instant::now();
     let wheels = tmp.path().join("wheels");
-    let mut build = Command::new("python3");
+    let mut build = Command::new("timeout");
     build
-        .args(["-m", "maturin", "build", "--quiet", "--manifest-path"])
+        .args([
+            "1200",
+            "python3",
+            "-m",
+            "maturin",
+            "build",
+            "--quiet",
+            "--manifest-path",
+        ])
         .arg(root.join("crates/python/Cargo.toml"))
         .arg("--out")
         .arg(&wheels)
-        .args(["--interpreter", "python3"])
-        .env("CARGO_TARGET_DIR", root.join("target/python-wheel"));
+        .args(["--interpreter", "python3"]);
     if profile_release {
         build.arg("--release");
     }
@@ -172,11 +179,25 @@ fn wheel_installs_with_pip_and_python_tests_pass() {
             .arg(&wheel)
             .output(),
     );
+    // The venv first on PATH: ipykernel's kernel spec starts `python`, which must be this one.
+    let path = std::env::join_paths(std::iter::once(venv.join("bin")).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
     let o = Command::new(&py)
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs"])
+        .args([
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-rs",
+            "--durations=5",
+        ])
         .arg(root.join("crates/python/tests/python"))
         .env("SATPEP_CLI", satpep_cli())
         .env("SATPEP_ROOT", &root)
+        .env("PATH", path)
         .env("CI", "true") // a skipped Python test is a failure here (conftest.py)
         .current_dir(tmp.path())
         .output();
