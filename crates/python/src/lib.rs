@@ -8,7 +8,7 @@
 //! pickled to a worker process or a Ray task. Runs release the GIL.
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyValueError};
@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use satpep_output::{write_run_json, Summary, SweepRow, SweepWriter};
 use satpep_scenario::{Loaded, ScenarioError as LoadError};
-use satpep_sim::{Outputs, Simulation};
+use satpep_sim::{Outputs, RunResult, Simulation};
 use toml::{Table, Value};
 
 create_exception!(
@@ -55,6 +55,27 @@ fn load(py: Python<'_>, text: &str, origin: &str, overrides: &[String]) -> PyRes
 
 fn io_error(dir: &str) -> impl Fn(std::io::Error) -> PyErr + '_ {
     move |e| PyOSError::new_err(format!("{dir}: {e}"))
+}
+
+/// Runs `sim` without the GIL. Once per simulated second it takes the GIL back to let Python
+/// handle pending signals: Ctrl-C stops the run as `satpep sim` stops on SIGINT (whole outputs,
+/// `"status": "interrupted"`), then raises KeyboardInterrupt.
+/// The caller writes the outputs of an interrupted run too, then raises the signal's error.
+fn run_sim(py: Python<'_>, sim: Simulation) -> (std::io::Result<RunResult>, Option<PyErr>) {
+    let stop = AtomicBool::new(false);
+    let mut signal: Option<PyErr> = None;
+    let result = py.detach(|| {
+        sim.run_stoppable(
+            |_| {
+                if let Err(e) = Python::attach(|py| py.check_signals()) {
+                    signal = Some(e);
+                    stop.store(true, Ordering::Relaxed);
+                }
+            },
+            &stop,
+        )
+    });
+    (result, signal)
 }
 
 /// A scenario given as a dict (already turned into JSON by the caller) as TOML text, so that
@@ -196,17 +217,20 @@ fn run<'py>(
             loaded.sweep.len()
         )));
     }
-    let summary = py.detach(|| -> Result<Summary, std::io::Error> {
-        let dir = Path::new(&out);
-        let sc = &loaded.scenario;
-        std::fs::create_dir_all(dir)?;
-        let mut sim = Simulation::new(sc);
-        sim.set_outputs(Outputs::create(dir, sc)?);
-        let result = sim.run_stoppable(|_| {}, &AtomicBool::new(false))?;
+    let dir = Path::new(&out);
+    let sc = &loaded.scenario;
+    let mut sim = Simulation::new(sc);
+    let outputs = std::fs::create_dir_all(dir).and_then(|()| Outputs::create(dir, sc));
+    sim.set_outputs(outputs.map_err(io_error(&out))?);
+    let (result, signal) = run_sim(py, sim);
+    let summary = result.and_then(|result| {
         result.summary.write_json(dir)?;
         write_run_json(dir, VERSION, sc.seed, &loaded.resolved)?;
         Ok(result.summary)
     });
+    if let Some(e) = signal {
+        return Err(e);
+    }
     let summary = summary.map_err(io_error(&out))?;
     let json = serde_json::to_string(&summary).map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok((
@@ -231,19 +255,23 @@ fn run_row<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let loaded = load(py, text, origin, &overrides)?;
     let sc = &loaded.scenario;
-    let summary = py.detach(|| -> Result<Summary, std::io::Error> {
-        let mut sim = Simulation::new(sc);
-        if let Some(dir) = &out {
-            sim.set_outputs(Outputs::create(Path::new(dir), sc)?);
-        }
-        let result = sim.run_stoppable(|_| {}, &AtomicBool::new(false))?;
+    let mut sim = Simulation::new(sc);
+    let where_ = out.as_deref().unwrap_or("run");
+    if let Some(dir) = &out {
+        sim.set_outputs(Outputs::create(Path::new(dir), sc).map_err(io_error(where_))?);
+    }
+    let (result, signal) = run_sim(py, sim);
+    let summary = result.and_then(|result| -> std::io::Result<Summary> {
         if let Some(dir) = &out {
             result.summary.write_json(dir)?;
             write_run_json(dir, VERSION, sc.seed, &sc.to_table())?;
         }
         Ok(result.summary)
     });
-    let summary = summary.map_err(io_error(out.as_deref().unwrap_or("run")))?;
+    if let Some(e) = signal {
+        return Err(e);
+    }
+    let summary = summary.map_err(io_error(where_))?;
     row_dict(py, &SweepRow::from_summary(run, &assignments, &summary))
 }
 

@@ -139,3 +139,38 @@ def test_out_must_be_new_or_empty(tmp_path):
 def test_a_scenario_with_a_sweep_goes_to_sweep():
     with pytest.raises(ValueError, match="satpep.sweep"):
         satpep.run(TOML + '\n[sweep]\n"link.forward.rate" = ["1Mbps", "2Mbps"]\n')
+
+
+def test_ctrl_c_stops_a_run_with_whole_outputs(tmp_path):
+    import signal
+    import sys
+    import time
+
+    # Two simulated hours at 10 Mb/s (seconds of CPU): far longer than the test waits.
+    long = TOML.replace('duration = "20s"', 'duration = "7200s"').replace(
+        'rate = "2Mbps"', 'rate = "10Mbps"').replace(', bytes = "1MB"', "")
+    long += '\n[output]\ninterval = "1s"\n'
+
+    out = tmp_path / "o"
+    code = (
+        "import sys, satpep\n"
+        "try:\n"
+        "    satpep.run(sys.argv[1], out=sys.argv[2])\n"
+        "except KeyboardInterrupt:\n"
+        "    print('KeyboardInterrupt')\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", code, long, str(out)], stdout=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (out / "flows.csv").exists():
+        assert time.monotonic() < deadline and p.poll() is None
+        time.sleep(0.05)
+    time.sleep(0.2)
+    p.send_signal(signal.SIGINT)
+    stdout, _ = p.communicate(timeout=60)
+    assert stdout.decode().strip() == "KeyboardInterrupt"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "interrupted"
+    assert 0 < summary["sim_time_s"] < 7200
+    assert (out / "run.json").exists()
+    # The CSV ends on a whole row.
+    assert (out / "flows.csv").read_text().endswith("\n")
