@@ -23,6 +23,9 @@ use crate::routes::{self, TraceError};
 use crate::spec::{AppSpec, FlowSpec, LinkSpec, NodeKind, NodeSpec, OutputSpec, Scenario};
 
 mod dama;
+mod traces;
+
+pub use traces::MAX_TRACE_BYTES;
 
 type Result<T, E = ScenarioError> = std::result::Result<T, E>;
 
@@ -218,7 +221,7 @@ impl Builder<'_, '_> {
             for k in LINK_OWN_KEYS {
                 rest.remove(*k);
             }
-            let config =
+            let mut config =
                 typed_rel::<LinkConfig>(&Value::Table(rest)).map_err(|(rel, mut msg)| {
                     // An unknown key of the link table itself (not of its `queue` or `error`):
                     // the link's own keys are allowed there too.
@@ -227,6 +230,7 @@ impl Builder<'_, '_> {
                     }
                     self.err(&[path.clone(), rel].concat(), msg)
                 })?;
+            self.read_traces(&mut config, &path)?;
             check_link(&config)
                 .map_err(|(rel, msg)| self.err(&[path.clone(), rel].concat(), msg))?;
             links.push(LinkSpec {
