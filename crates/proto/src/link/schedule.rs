@@ -609,5 +609,98 @@ fn shown(word: &str) -> String {
     out
 }
 
+/// The body of the `link_trace` fuzz target, shared with a stable test.
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing {
+    use super::*;
+    use crate::link::{Link, LinkConfig, QueueConfig};
+    use crate::node::{Node, Packet, PortId};
+
+    /// First byte: which parser (0 Mahimahi, 1 delay steps, 2 loss steps, by its value mod 3);
+    /// the rest is the file's text. A trace that parses is checked and then drives a link: 40
+    /// packets of 40 to 3 000 bytes (sizes from the text's bytes) sent at 0, under an outage,
+    /// must all leave, in order, at non-decreasing instants, within 10⁶ wake-ups.
+    pub fn trace_input(data: &[u8]) {
+        let Some((&mode, rest)) = data.split_first() else {
+            return;
+        };
+        let Ok(text) = std::str::from_utf8(rest) else {
+            return;
+        };
+        let mut c = LinkConfig {
+            delay: Duration::from_millis(1),
+            queue: QueueConfig {
+                limit_packets: Some(1000),
+                ..QueueConfig::default()
+            },
+            outages: vec![Outage {
+                start: Duration::from_millis(2),
+                duration: Duration::from_millis(3),
+            }],
+            ..LinkConfig::default()
+        };
+        match mode % 3 {
+            0 => match DeliveryTrace::parse_mahimahi(text) {
+                Ok(t) => {
+                    assert!(t.opportunities() > 0 && t.period() > Duration::ZERO);
+                    assert!(t.opportunities() <= MAX_TRACE_LINES);
+                    c.rate_trace = Some(TraceFile::new("fuzz", t));
+                }
+                Err(e) => return check_error(&e, text),
+            },
+            kind => {
+                let kind = if kind == 1 {
+                    StepKind::DelayMs
+                } else {
+                    StepKind::Probability
+                };
+                match StepTrace::parse(text, kind) {
+                    Ok(t) => {
+                        assert!(!t.is_empty());
+                        if kind == StepKind::DelayMs {
+                            c.delay_trace = Some(TraceFile::new("fuzz", t));
+                        } else {
+                            c.loss_trace = Some(TraceFile::new("fuzz", t));
+                        }
+                    }
+                    Err(e) => return check_error(&e, text),
+                }
+            }
+        }
+        c.validate().expect("a parsed trace makes a valid link");
+        let mut link = Link::new(&c, Rng::new(1, 1));
+        let sizes = rest.iter().cycle().take(40);
+        for (i, &b) in sizes.enumerate() {
+            let len = 40 + u32::from(b) * 11;
+            let mut p = Packet::new(&[0x45; 20], len - 20);
+            p.id = i as u64;
+            link.handle_packet(Instant::ZERO, PortId(0), p);
+        }
+        let (mut last, mut next_id, mut wakes) = (Instant::ZERO, 0u64, 0u32);
+        loop {
+            while let Some(tx) = link.poll_transmit(last) {
+                assert!(tx.pkt.id >= next_id, "reordered");
+                next_id = tx.pkt.id + 1;
+            }
+            while link.poll_drop().is_some() {}
+            let Some(at) = link.poll_timeout() else { break };
+            assert!(at >= last, "time went back: {at:?} < {last:?}");
+            last = at;
+            link.handle_timeout(at);
+            wakes += 1;
+            assert!(wakes < 1_000_000, "the link never settles");
+        }
+        let s = link.stats();
+        assert_eq!(s.arrivals, 40);
+        assert_eq!(s.delivered_packets + s.error_drops, 40, "{s:?}");
+    }
+
+    fn check_error(e: &TraceError, text: &str) {
+        let lines = text.split('\n').count().max(1);
+        assert!((1..=lines).contains(&e.line), "line {} of {lines}", e.line);
+        assert!(!e.message.chars().any(char::is_control), "{e}");
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -439,3 +439,21 @@ proptest! {
         prop_assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), want);
     }
 }
+
+proptest! {
+    /// The `link_trace` fuzz target's body over random inputs (the corpus runs in
+    /// `fuzzing::tests::every_corpus_runs_clean`).
+    #[test]
+    fn fuzz_body_on_random_traces(mode in 0u8..3, v in prop::collection::vec(0u32..200, 0..60), junk in "[0-9 .\n#]{0,40}") {
+        let mut text: String = v.iter().map(|m| format!("{m} {}\n", m % 2)).collect();
+        if mode == 0 {
+            let mut w = v.clone();
+            w.sort_unstable();
+            text = w.iter().map(|m| format!("{m}\n")).collect();
+        }
+        text.push_str(&junk);
+        let mut data = vec![mode];
+        data.extend_from_slice(text.as_bytes());
+        fuzzing::trace_input(&data);
+    }
+}
