@@ -200,6 +200,15 @@ fn one() -> f64 {
 }
 
 impl LinkConfig {
+    /// The rate to report for this link: `rate`, or a `rate_trace`'s mean rate for 1500-byte
+    /// packets (a loaded trace; `rate` is not used then).
+    pub fn nominal_rate(&self) -> Bitrate {
+        self.rate_trace
+            .as_ref()
+            .and_then(|t| t.data.as_ref())
+            .map_or(self.rate, |d| d.mean_rate())
+    }
+
     /// Checks every value, so that a scenario loader can reject a bad file before a run starts.
     ///
     /// The message begins with the key path inside the `[[link]]` table (`rate`,
