@@ -64,7 +64,10 @@ fn traces_are_read_beside_the_scenario_and_round_trip_through_run_json() {
     assert_eq!(data.mean_rate().bps(), 144_000_000);
     // What summaries report as the link's rate: the trace's, not the unused `rate`.
     assert_eq!(fwd.nominal_rate().bps(), 144_000_000);
-    assert_eq!(loaded.scenario.links[1].config.nominal_rate().bps(), 10_000_000);
+    assert_eq!(
+        loaded.scenario.links[1].config.nominal_rate().bps(),
+        10_000_000
+    );
     assert!(Path::new(&rate.path).is_absolute(), "{}", rate.path);
     assert!(rate.path.ends_with("traces/twelve.mahi"));
     assert_eq!(

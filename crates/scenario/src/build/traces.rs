@@ -1,7 +1,7 @@
 //! Trace files named by a `[[link]]` (`rate_trace`, `delay_trace`, `loss_trace`): resolved
 //! against the scenario file's folder, read with the limits of docs/scenario.md ("Limits"),
 //! parsed by `satpep_proto::link::schedule`. A mistake inside a trace is reported as
-//! `TRACE_FILE:LINE: key `link.<name>.rate_trace`: …`; a file that cannot be read, at the key's
+//! `TRACE_FILE:LINE: key link.NAME.rate_trace: …`; a file that cannot be read, at the key's
 //! line in the scenario. Each file is read once per load, however many links or sweep points
 //! name it.
 

@@ -457,3 +457,27 @@ proptest! {
         fuzzing::trace_input(&data);
     }
 }
+
+#[test]
+fn set_rate_never_retimes_a_traced_packet_nor_one_already_under_way() {
+    // Traced: a packet starting at 4.5 ms leaves at the 5 ms opportunity whatever the rate.
+    let mut l = new_link(&with_trace(base(10), "1"));
+    l.handle_packet(us(4_500), PortId(0), pkt(1, 1500));
+    l.set_rate(us(4_500), Bitrate(1_000));
+    assert_eq!(l.poll_timeout(), Some(ms(5)));
+    // Constant rate: 1000 B at 1 Mb/s from 0 ends at 8 ms; a new rate at 4 ms applies to the
+    // next packet only.
+    let mut l = new_link(&base(10));
+    l.handle_packet(Instant::ZERO, PortId(0), pkt(1, 1000));
+    l.set_rate(ms(4), Bitrate(2_000_000));
+    assert_eq!(l.poll_timeout(), Some(ms(8)));
+    // With an outage 2–6 ms the same packet ends at 12 ms, and a rate set at its start
+    // instant re-times it through the outage: 1000 B at 2 Mb/s = 4 ms, + 4 ms = 8 ms.
+    let mut c = base(10);
+    c.outages = vec![outage(2, 4)];
+    let mut l = new_link(&c);
+    l.handle_packet(Instant::ZERO, PortId(0), pkt(1, 1000));
+    assert_eq!(l.poll_timeout(), Some(ms(12)));
+    l.set_rate(Instant::ZERO, Bitrate(2_000_000));
+    assert_eq!(l.poll_timeout(), Some(ms(8)));
+}
