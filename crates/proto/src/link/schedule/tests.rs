@@ -471,6 +471,11 @@ fn set_rate_never_retimes_a_traced_packet_nor_one_already_under_way() {
     l.handle_packet(Instant::ZERO, PortId(0), pkt(1, 1000));
     l.set_rate(ms(4), Bitrate(2_000_000));
     assert_eq!(l.poll_timeout(), Some(ms(8)));
+    // A zero rate, even at the packet's start instant, pauses after it: it keeps its 8 ms.
+    let mut l = new_link(&base(10));
+    l.handle_packet(Instant::ZERO, PortId(0), pkt(1, 1000));
+    l.set_rate(Instant::ZERO, Bitrate(0));
+    assert_eq!(l.poll_timeout(), Some(ms(8)));
     // With an outage 2–6 ms the same packet ends at 12 ms, and a rate set at its start
     // instant re-times it through the outage: 1000 B at 2 Mb/s = 4 ms, + 4 ms = 8 ms.
     let mut c = base(10);
