@@ -76,9 +76,10 @@ pub struct DeliveryTrace {
 }
 
 impl DeliveryTrace {
-    /// Parse the text of a Mahimahi trace file. Lines may carry surrounding white space (and a
-    /// `\r`); anything else than one non-negative integer per line is an error, as in mm-link,
-    /// which also refuses empty lines. A final newline is optional.
+    /// Parse the text of a Mahimahi trace file. Anything else than one unsigned integer per line
+    /// is an error, empty lines included, as in mm-link (`myatoi`, `src/util/ezio.cc`), except
+    /// that white space around the number (a `\r`) is accepted and a sign is not (mm-link's
+    /// `strtol` would wrap `-1` to 2⁶⁴ − 1). A final newline is optional.
     pub fn parse_mahimahi(text: &str) -> Result<Self, TraceError> {
         let mut ms: Vec<u32> = Vec::new();
         for (i, raw) in lines(text).enumerate() {
