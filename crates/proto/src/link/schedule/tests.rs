@@ -295,6 +295,10 @@ fn outage_wastes_trace_opportunities() {
     let mut l = new_link(&c);
     let (out, _) = run(&mut l, &burst(4, 1500));
     assert_eq!(times_ms(&out), [1.0, 2.0, 7.0, 8.0]);
+    // A packet arriving inside the outage takes the opportunity at its end (7 ms), too.
+    let mut l = new_link(&c);
+    let (out, _) = run(&mut l, &[(ms(4), 1, 1500), (us(6_500), 2, 1500)]);
+    assert_eq!(times_ms(&out), [7.0, 8.0]);
 }
 
 #[test]
