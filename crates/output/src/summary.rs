@@ -142,7 +142,7 @@ pub struct LinkSummary {
     pub from: String,
     /// Node at the output end.
     pub to: String,
-    /// Serialisation rate (bit/s).
+    /// Serialisation rate (bit/s); for a link paced by a `rate_trace`, the trace's mean rate.
     pub rate_bps: u64,
     /// One-way propagation delay (ms).
     #[serde(serialize_with = "dec6")]

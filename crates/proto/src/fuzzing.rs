@@ -146,13 +146,14 @@ mod tests {
     #[test]
     fn every_corpus_runs_clean() {
         type Body = fn(&[u8]);
-        let bodies: [(&str, Body); 6] = [
+        let bodies: [(&str, Body); 7] = [
             ("middleboxes", middleboxes),
             ("wire_ipv4_tcp", crate::wire::fuzzing::ipv4_tcp),
             ("vj_decompress", crate::vj::fuzzing::vj_decompress),
             ("ack_expander", crate::ack::fuzzing::expander_input),
             ("real_packets", crate::pep::fuzzing::real_packets),
             ("tunnel", crate::tunnel::fuzzing::decapsulate_input),
+            ("link_trace", crate::link::schedule::fuzzing::trace_input),
         ];
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
         let mut targets = 0;

@@ -26,8 +26,10 @@ use crate::spec::{AppSpec, FlowSpec, LinkSpec, NodeKind, NodeSpec, OutputSpec, S
 
 mod dama;
 mod expand;
+mod traces;
 
 use expand::Origin;
+pub use traces::MAX_TRACE_BYTES;
 
 type Result<T, E = ScenarioError> = std::result::Result<T, E>;
 
@@ -275,7 +277,7 @@ impl<'s> Builder<'s, '_> {
                 };
                 [base, rel].concat()
             };
-            let config =
+            let mut config =
                 typed_rel::<LinkConfig>(&Value::Table(merged)).map_err(|(rel, mut msg)| {
                     // An unknown key of the link table itself (not of its `queue` or `error`):
                     // the link's own keys are allowed there too.
@@ -284,6 +286,7 @@ impl<'s> Builder<'s, '_> {
                     }
                     self.err(&blame(rel), msg)
                 })?;
+            self.read_traces(&mut config, &path)?;
             check_link(&config).map_err(|(rel, msg)| self.err(&blame(rel), msg))?;
             links.push(LinkSpec {
                 name,

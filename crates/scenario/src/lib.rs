@@ -31,7 +31,7 @@ pub use spec::{
     AppSpec, DamaSpec, FlowSpec, LinkSpec, NodeKind, NodeSpec, OutputSpec, Scenario, SweepPoint,
 };
 
-pub use build::{MAX_ELEMENTS, MAX_NODES, MAX_SERIES_ROWS};
+pub use build::{MAX_ELEMENTS, MAX_NODES, MAX_SERIES_ROWS, MAX_TRACE_BYTES};
 use keys::{KeyPath, Seg, Setter, Sources};
 pub use names::MAX_NAME_CHARS;
 pub use routes::{Routes, MAX_CORE, MAX_DEPTH};

@@ -232,17 +232,13 @@ impl Scenario {
         // The most common link config, every key spelled out, becomes `[defaults.link]`, and
         // each link writes only the keys where it differs (400 000 access links of a dumbbell
         // write their name and ends, not 600 bytes each); the same for flows' `tcp`.
-        let written = (self.links.iter().enumerate())
-            .filter(|&(i, _)| !generated[i])
-            .map(|(_, l)| &l.config);
-        let link_defaults = match majority(written).map(to_value) {
-            Some(Value::Table(d)) => d,
-            _ => Table::new(),
+        let written = || {
+            (self.links.iter().enumerate())
+                .filter(|&(i, _)| !generated[i])
+                .map(|(_, l)| &l.config)
         };
-        let tcp_defaults = match majority(self.flows.iter().map(|f| &f.tcp)).map(to_value) {
-            Some(Value::Table(d)) => d,
-            _ => Table::new(),
-        };
+        let link_defaults = common_defaults(written);
+        let tcp_defaults = common_defaults(|| self.flows.iter().map(|f| &f.tcp));
         let mut defaults = Table::new();
         for (k, d) in [("tcp", &tcp_defaults), ("link", &link_defaults)] {
             if !d.is_empty() {
@@ -347,6 +343,25 @@ fn majority<'t, T: PartialEq + 't>(items: impl Iterator<Item = &'t T>) -> Option
         }
     }
     candidate
+}
+
+/// The most common of `items` ([`majority`]) as a table, without the keys that some item does
+/// not write (an optional key left out): a default cannot be unset, so such a key must stay
+/// with the items that have it.
+fn common_defaults<'t, T, I>(items: impl Fn() -> I) -> Table
+where
+    T: PartialEq + Serialize + 't,
+    I: Iterator<Item = &'t T>,
+{
+    let Some(Value::Table(mut d)) = majority(items()).map(to_value) else {
+        return Table::new();
+    };
+    for item in items() {
+        if let Value::Table(t) = to_value(item) {
+            d.retain(|k, _| t.contains_key(k));
+        }
+    }
+    d
 }
 
 /// The keys of table `v` whose values differ from `defaults` (`None` when none do).

@@ -1080,7 +1080,7 @@ impl Simulation {
                     name: l.name.clone(),
                     from: name(l.from),
                     to: name(l.to),
-                    rate_bps: l.config.rate.bps(),
+                    rate_bps: l.config.nominal_rate().bps(),
                     delay_ms: l.config.delay.as_secs_f64() * 1e3,
                     utilisation: st.utilisation(now),
                     delivered_packets: st.delivered_packets,

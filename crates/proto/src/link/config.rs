@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::schedule::{DeliveryTrace, Outage, StepTrace, TraceFile};
 use crate::ack::AckQueueConfig;
 use crate::time::{Bitrate, Duration};
 use crate::units::ByteSize;
@@ -28,6 +29,22 @@ pub struct LinkConfig {
     /// (always up).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel_release: Option<super::channel::ChannelReleaseConfig>,
+    /// A Mahimahi packet-delivery trace that paces the serialiser instead of `rate` (see
+    /// [`super::schedule`]); written as the file's path. Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_trace: Option<TraceFile<DeliveryTrace>>,
+    /// One-way delay steps (`TIME_MS DELAY_MS` lines) replacing `delay` from their first step
+    /// on; the delay line stays FIFO. Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_trace: Option<TraceFile<StepTrace>>,
+    /// Loss probability steps (`TIME_MS PROBABILITY` lines), applied after the error model to
+    /// each packet as its serialisation completes. Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_trace: Option<TraceFile<StepTrace>>,
+    /// Intervals during which the serialiser sends nothing; packets wait in the queue.
+    /// Default: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outages: Vec<Outage>,
 }
 
 /// Header compression on a link.
@@ -51,6 +68,10 @@ impl Default for LinkConfig {
             error: ErrorModelConfig::None,
             compression: Compression::None,
             channel_release: None,
+            rate_trace: None,
+            delay_trace: None,
+            loss_trace: None,
+            outages: Vec::new(),
         }
     }
 }
@@ -179,6 +200,15 @@ fn one() -> f64 {
 }
 
 impl LinkConfig {
+    /// The rate to report for this link: `rate`, or a `rate_trace`'s mean rate for 1500-byte
+    /// packets (a loaded trace; `rate` is not used then).
+    pub fn nominal_rate(&self) -> Bitrate {
+        self.rate_trace
+            .as_ref()
+            .and_then(|t| t.data.as_ref())
+            .map_or(self.rate, |d| d.mean_rate())
+    }
+
     /// Checks every value, so that a scenario loader can reject a bad file before a run starts.
     ///
     /// The message begins with the key path inside the `[[link]]` table (`rate`,
@@ -193,6 +223,26 @@ impl LinkConfig {
         }
         if let Some(c) = &self.channel_release {
             c.validate().map_err(|e| format!("channel_release.{e}"))?;
+        }
+        super::schedule::validate_outages(&self.outages)?;
+        let unread = [
+            (
+                "rate_trace",
+                self.rate_trace.as_ref().map(|t| t.data.is_none()),
+            ),
+            (
+                "delay_trace",
+                self.delay_trace.as_ref().map(|t| t.data.is_none()),
+            ),
+            (
+                "loss_trace",
+                self.loss_trace.as_ref().map(|t| t.data.is_none()),
+            ),
+        ];
+        if let Some((key, _)) = unread.iter().find(|(_, u)| *u == Some(true)) {
+            return Err(format!(
+                "{key}: the trace file was not read (the scenario loader reads it)"
+            ));
         }
         self.queue.validate().map_err(|e| format!("queue.{e}"))?;
         self.error.validate().map_err(|e| format!("error.{e}"))

@@ -10,8 +10,10 @@
 //! ```
 //!
 //! What the model leaves out: no per-bit timing inside a packet, no link-layer framing or FEC
-//! (put their overhead in the rate), no retransmission at the link layer, and a constant
-//! propagation delay (no orbit motion, no jitter), so packets never overtake each other.
+//! (put their overhead in the rate), no retransmission at the link layer. The rate, delay and
+//! loss may follow schedules read from files, and outages may stop the link ([`schedule`]); a
+//! delay that falls never lets a packet overtake the one ahead (the delay line stays FIFO, as
+//! Mahimahi's `mm-delay` is), and there is no jitter beyond what a delay schedule gives.
 
 mod channel;
 mod config;
@@ -19,6 +21,7 @@ mod drop_tail;
 mod error_model;
 mod p2p;
 mod queue;
+pub mod schedule;
 mod stats;
 
 pub use channel::ChannelReleaseConfig;
@@ -27,4 +30,5 @@ pub use drop_tail::DropTail;
 pub use error_model::{ber_loss_probability, ErrorModel};
 pub use p2p::Link;
 pub use queue::{AnyQueue, Fifo, QueueDisc, QueuedPacket};
+pub use schedule::{DeliveryTrace, Outage, StepKind, StepTrace, TraceError, TraceFile};
 pub use stats::LinkStats;

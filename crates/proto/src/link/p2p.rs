@@ -23,6 +23,7 @@ use std::collections::VecDeque;
 use super::config::{Compression, LinkConfig};
 use super::error_model::ErrorModel;
 use super::queue::{AnyQueue, QueueDisc, QueuedPacket};
+use super::schedule::Schedules;
 use super::stats::LinkStats;
 use crate::node::{DropLog, DropReason, Dropped, Node, Packet, PortId, Transmit};
 use crate::rand::Rng;
@@ -62,6 +63,10 @@ pub struct Link {
     channel: Option<super::channel::Channel>,
     /// Drops not yet reported through [`Node::poll_drop`].
     drops: DropLog,
+    /// Rate, delay and loss schedules and outages, when configured (see [`super::schedule`]).
+    schedules: Option<Box<Schedules>>,
+    /// An outage holds the queue until then.
+    held_until: Option<Instant>,
 }
 
 /// Header compression on the link: the compressor runs when a packet starts serialisation (as a
@@ -99,11 +104,14 @@ impl Link {
     /// Check `config` with [`LinkConfig::validate`] first: out-of-range values do not panic
     /// here, but a zero rate never sends and probabilities are clamped to [0, 1].
     pub fn new(config: &LinkConfig, rng: Rng) -> Self {
+        let schedules = Schedules::new(config, &rng).map(Box::new);
         Self {
             rate: config.rate,
             delay: config.delay,
             queue: AnyQueue::from_config(&config.queue),
             errors: ErrorModel::new(&config.error, rng),
+            schedules,
+            held_until: None,
             serialising: None,
             delay_line: VecDeque::new(),
             queue_since: Instant::ZERO,
@@ -126,13 +134,19 @@ impl Link {
     /// packet already on the serialiser keeps its finish time. A packet that started at exactly
     /// `now` is re-timed, so the outcome does not depend on whether the driver delivers a packet
     /// or this command first. A zero rate pauses the link after the current packet (that packet
-    /// keeps its old rate); a later non-zero rate resumes it at that instant.
+    /// keeps its old rate); a later non-zero rate resumes it at that instant. On a link paced by
+    /// a `rate_trace` only the pause has an effect: the trace sets the pace.
     pub fn set_rate(&mut self, now: Instant, rate: Bitrate) {
         self.advance(now);
         self.rate = rate;
+        let traced = self.schedules.as_ref().is_some_and(|s| s.has_rate_trace());
         match &mut self.serialising {
-            Some(s) if s.start == now && rate.bps() > 0 => {
-                s.finish = now + rate.tx_time(s.entry.pkt.wire_len());
+            Some(s) if s.start == now && rate.bps() > 0 && !traced => {
+                let len = s.entry.pkt.wire_len();
+                s.finish = match &mut self.schedules {
+                    Some(sch) => sch.finish(now, len, rate),
+                    None => now + rate.tx_time(len),
+                };
             }
             Some(_) => {}
             None => self.start_next(now),
@@ -236,6 +250,13 @@ impl Link {
                 self.start_next(u);
             }
         }
+        // So does the end of an outage.
+        if let Some(u) = self.held_until.filter(|&u| u <= now) {
+            self.held_until = None;
+            if self.serialising.is_none() {
+                self.start_next(u);
+            }
+        }
         while let Some(done) = self.serialising.take_if(|s| s.finish <= now) {
             let t = done.finish;
             self.stats.busy_ns += t.saturating_since(done.start).as_nanos();
@@ -246,7 +267,8 @@ impl Link {
                 mut pkt, arrival, ..
             } = done.entry;
             let wire_len = pkt.wire_len();
-            if self.errors.is_corrupted(arrival, wire_len) {
+            let corrupted = self.errors.is_corrupted(arrival, wire_len);
+            if corrupted || self.schedules.as_mut().is_some_and(|s| s.is_lost(t)) {
                 self.stats.error_drops += 1;
                 self.drops.push(Dropped::of(&pkt, DropReason::LineError));
                 if let Some(vj) = &mut self.vj {
@@ -261,13 +283,18 @@ impl Link {
                 self.drops
                     .push(Dropped::of(&pkt, DropReason::Decompression));
             } else {
-                self.delay_line.push_back(InFlight {
-                    due: t + self.delay,
-                    pkt,
-                    wire_len,
-                });
+                let due = match &mut self.schedules {
+                    Some(s) => s.due(t, self.delay),
+                    None => t + self.delay,
+                };
+                self.delay_line.push_back(InFlight { due, pkt, wire_len });
             }
             self.start_next(t);
+            if self.serialising.is_none() {
+                if let Some(s) = &mut self.schedules {
+                    s.on_idle();
+                }
+            }
         }
     }
 
@@ -280,12 +307,24 @@ impl Link {
         if self.queue.len_packets() > 0 && self.channel.as_mut().is_some_and(|c| c.holds(t)) {
             return;
         }
+        if let Some(s) = &mut self.schedules {
+            if self.queue.len_packets() > 0 && !s.has_rate_trace() {
+                if let Some(end) = s.outage_end(t) {
+                    self.held_until = Some(end);
+                    return;
+                }
+            }
+        }
         self.account_queue(t);
         if let Some(mut entry) = self.queue.dequeue(t) {
             if let Some(vj) = &mut self.vj {
                 vj.compressor.compress_packet(&mut entry.pkt);
             }
-            let finish = t + self.rate.tx_time(entry.pkt.wire_len());
+            let len = entry.pkt.wire_len();
+            let finish = match &mut self.schedules {
+                Some(s) => s.finish(t, len, self.rate),
+                None => t + self.rate.tx_time(len),
+            };
             self.serialising = Some(Serialising {
                 entry,
                 start: t,
@@ -359,7 +398,10 @@ impl Node for Link {
         let finish = self.serialising.as_ref().map(|s| s.finish + self.delay);
         let due = self.delay_line.front().map(|f| f.due);
         let setup = self.channel.as_ref().and_then(|c| c.ready_at());
-        [finish, due, setup].into_iter().flatten().min()
+        [finish, due, setup, self.held_until]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     #[inline]

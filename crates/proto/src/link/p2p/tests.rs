@@ -39,7 +39,7 @@ fn config(
         },
         error: ErrorModelConfig::None,
         compression: Default::default(),
-        channel_release: None,
+        ..LinkConfig::default()
     }
 }
 
