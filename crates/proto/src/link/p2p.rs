@@ -394,8 +394,12 @@ impl Node for Link {
     #[inline]
     fn poll_timeout(&self) -> Option<Instant> {
         // The packet on the serialiser comes out `delay` after its last bit; its completion
-        // is applied then (or by an earlier input), not woken for.
-        let finish = self.serialising.as_ref().map(|s| s.finish + self.delay);
+        // is applied then (or by an earlier input), not woken for. Under a delay schedule
+        // the delay is only known at the completion (it may have dropped): wake for it then.
+        let finish = self.serialising.as_ref().map(|ser| match &self.schedules {
+            Some(_) => ser.finish,
+            None => ser.finish + self.delay,
+        });
         let due = self.delay_line.front().map(|f| f.due);
         let setup = self.channel.as_ref().and_then(|c| c.ready_at());
         [finish, due, setup, self.held_until]
