@@ -12,11 +12,18 @@
 //!
 //! Only pure ACKs arriving on `port` (the receiver side) are considered; data, SYN, FIN and
 //! RST segments pass untouched.
+//!
+//! Flow state lives in a [`FlowTable`] of at most `max_flows` flows: a flow is forgotten on a
+//! RST (its held duplicates released first, in order), on the ACK sender's FIN once nothing is
+//! held, or after `idle_timeout` without a packet. ACKs of a flow the full table refuses pass
+//! at once (counted in `flows_refused`): no delay, which is what the sender would see without
+//! the element.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::net::Ipv4Addr;
+use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
+
+use crate::flow::{FlowKey, FlowTable};
 
 use crate::time::{Duration, Instant};
 use crate::wire::{parse_packet, SeqNumber, TcpFlags};
@@ -33,6 +40,10 @@ pub struct DupAckDelayConfig {
     pub threshold: u32,
     /// Arrival port of the ACKs to act on (the receiver's side); `None`: every port.
     pub port: Option<u16>,
+    /// Flows tracked at most; ACKs of further flows pass at once. Default 4096.
+    pub max_flows: u32,
+    /// A flow without a packet for this long is forgotten. Default `"120s"`.
+    pub idle_timeout: Duration,
 }
 
 impl Default for DupAckDelayConfig {
@@ -41,6 +52,8 @@ impl Default for DupAckDelayConfig {
             delay: Duration::from_millis(600),
             threshold: 3,
             port: None,
+            max_flows: 4096,
+            idle_timeout: Duration::from_secs(120),
         }
     }
 }
@@ -50,6 +63,12 @@ impl DupAckDelayConfig {
     pub fn validate(&self) -> Result<(), String> {
         if self.threshold == 0 {
             return Err("threshold: must be at least 1".into());
+        }
+        if self.max_flows == 0 {
+            return Err("max_flows: must be at least 1".into());
+        }
+        if self.idle_timeout == Duration::ZERO {
+            return Err("idle_timeout: must be > 0".into());
         }
         Ok(())
     }
@@ -64,6 +83,10 @@ pub struct DupAckDelayStats {
     pub released: u64,
     /// Held duplicates dropped because a new ACK came first.
     pub dropped: u64,
+    /// New flows not tracked because `max_flows` were (their ACKs passed at once).
+    pub flows_refused: u64,
+    /// Flows forgotten after `idle_timeout` without a packet.
+    pub flows_idle_expired: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -71,16 +94,17 @@ struct Flow {
     last_ack: Option<SeqNumber>,
     dups: u32,
     held: VecDeque<(Instant, Packet)>,
+    /// The ACK sender sent its FIN: forget the flow once nothing is held.
+    fin: bool,
 }
-
-/// Key: (ACK sender, ACK receiver).
-type Key = ((Ipv4Addr, u16), (Ipv4Addr, u16));
 
 /// The delayed-duplicate-ACK element.
 #[derive(Clone, Debug)]
 pub struct DupAckDelay {
     config: DupAckDelayConfig,
-    flows: BTreeMap<Key, Flow>,
+    /// Keyed by the ACK direction (ACK sender → ACK receiver); the deadline is the release
+    /// time of the oldest held duplicate.
+    flows: FlowTable<Flow>,
     out: VecDeque<Packet>,
     stats: DupAckDelayStats,
 }
@@ -89,8 +113,8 @@ impl DupAckDelay {
     /// An element holding nothing.
     pub fn new(config: DupAckDelayConfig) -> Self {
         Self {
+            flows: FlowTable::new(config.max_flows as usize, Some(config.idle_timeout)),
             config,
-            flows: BTreeMap::new(),
             out: VecDeque::new(),
             stats: DupAckDelayStats::default(),
         }
@@ -98,7 +122,24 @@ impl DupAckDelay {
 
     /// Counters.
     pub fn stats(&self) -> DupAckDelayStats {
-        self.stats
+        let t = self.flows.stats();
+        DupAckDelayStats {
+            flows_refused: t.table_full,
+            flows_idle_expired: t.idle_expired,
+            ..self.stats
+        }
+    }
+
+    /// Flows tracked now (at most `max_flows`).
+    pub fn flow_count(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// Forget idle flows; whatever they still hold goes out in order.
+    fn expire_idle(&mut self, now: Instant) {
+        let out = &mut self.out;
+        self.flows
+            .expire_idle(now, |_, f| out.extend(f.held.into_iter().map(|(_, p)| p)));
     }
 }
 
@@ -112,7 +153,8 @@ impl Node for DupAckDelay {
             self.out.push_back(pkt);
             return;
         };
-        let key = ((ip.src, seg.src_port), (ip.dst, seg.dst_port));
+        self.expire_idle(now);
+        let key = FlowKey::of(&ip, &seg);
         let pure = seg.payload_len == 0
             && !seg.flags.contains(TcpFlags::SYN)
             && !seg.flags.contains(TcpFlags::FIN)
@@ -120,20 +162,45 @@ impl Node for DupAckDelay {
         let (Some(ack), true) = (seg.ack, pure) else {
             if seg.flags.contains(TcpFlags::RST) {
                 // Nothing held matters any more; release in order before the RST.
-                if let Some(f) = self.flows.remove(&key) {
+                if let Some(f) = self.flows.remove_key(&key) {
                     self.out.extend(f.held.into_iter().map(|(_, p)| p));
                 }
+            } else if seg.flags.contains(TcpFlags::FIN) {
+                if let Some(id) = self.flows.id(&key) {
+                    self.flows.touch(now, id);
+                    self.flows[id].fin = true;
+                    if self.flows[id].held.is_empty() {
+                        self.flows.remove(id);
+                    }
+                }
+            } else if let Some(id) = self.flows.id(&key) {
+                self.flows.touch(now, id);
             }
             self.out.push_back(pkt);
             return;
         };
-        let f = self.flows.entry(key).or_default();
+        let id = match self.flows.id(&key) {
+            Some(id) => id,
+            None => match self.flows.insert(now, key, Flow::default()) {
+                Ok(id) => id,
+                Err(_) => {
+                    self.out.push_back(pkt);
+                    return;
+                }
+            },
+        };
+        self.flows.touch(now, id);
+        let f = &mut self.flows[id];
         match f.last_ack {
             Some(last) if ack == last => {
                 f.dups += 1;
                 if f.dups >= self.config.threshold {
                     self.stats.held += 1;
-                    f.held.push_back((now + self.config.delay, pkt));
+                    let at = now + self.config.delay;
+                    f.held.push_back((at, pkt));
+                    if f.held.len() == 1 {
+                        self.flows.set_deadline(id, Some(at));
+                    }
                     return;
                 }
             }
@@ -143,6 +210,11 @@ impl Node for DupAckDelay {
                 f.dups = 0;
                 self.stats.dropped += f.held.len() as u64;
                 f.held.clear();
+                if f.fin {
+                    self.flows.remove(id);
+                } else {
+                    self.flows.set_deadline(id, None);
+                }
             }
         }
         // A duplicate below the threshold must not overtake held ones (none are held then).
@@ -150,12 +222,21 @@ impl Node for DupAckDelay {
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        for f in self.flows.values_mut() {
+        self.expire_idle(now);
+        while let Some(id) = self.flows.pop_due(now) {
+            let f = &mut self.flows[id];
             while f.held.front().is_some_and(|(t, _)| *t <= now) {
                 if let Some((_, p)) = f.held.pop_front() {
                     self.stats.released += 1;
                     self.out.push_back(p);
                 }
+            }
+            match f.held.front() {
+                Some(&(at, _)) => self.flows.set_deadline(id, Some(at)),
+                None if f.fin => {
+                    self.flows.remove(id);
+                }
+                None => {}
             }
         }
     }
@@ -168,10 +249,7 @@ impl Node for DupAckDelay {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.flows
-            .values()
-            .filter_map(|f| f.held.front().map(|(t, _)| *t))
-            .min()
+        self.flows.poll_timeout()
     }
 }
 
@@ -182,6 +260,7 @@ mod tests {
     use crate::testnet::{tcp, Hop, Net, MB};
     use crate::time::Bitrate;
     use crate::wire::{emit_ipv4_tcp, Ipv4Repr, TcpRepr, IPPROTO_TCP};
+    use std::net::Ipv4Addr;
 
     fn ack(n: u32) -> Packet {
         let ip = Ipv4Repr {
@@ -231,7 +310,9 @@ mod tests {
             DupAckDelayStats {
                 held: 2,
                 released: 0,
-                dropped: 2
+                dropped: 2,
+                flows_refused: 0,
+                flows_idle_expired: 0,
             }
         );
         assert_eq!(d.poll_timeout(), None);
