@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use crate::flow::{FlowKey, FlowTable};
+use crate::flow::{FlowId, FlowKey, FlowTable};
 
 use crate::time::{Duration, Instant};
 use crate::wire::{parse_packet, SeqNumber, TcpFlags};
@@ -105,6 +105,8 @@ pub struct DupAckDelay {
     /// Keyed by the ACK direction (ACK sender → ACK receiver); the deadline is the release
     /// time of the oldest held duplicate.
     flows: FlowTable<Flow>,
+    /// Flows due in the current `handle_timeout` (kept to reuse its allocation).
+    due: Vec<FlowId>,
     out: VecDeque<Packet>,
     stats: DupAckDelayStats,
 }
@@ -115,6 +117,7 @@ impl DupAckDelay {
         Self {
             flows: FlowTable::new(config.max_flows as usize, Some(config.idle_timeout)),
             config,
+            due: Vec::new(),
             out: VecDeque::new(),
             stats: DupAckDelayStats::default(),
         }
@@ -223,7 +226,9 @@ impl Node for DupAckDelay {
 
     fn handle_timeout(&mut self, now: Instant) {
         self.expire_idle(now);
-        while let Some(id) = self.flows.pop_due(now) {
+        let mut due = std::mem::take(&mut self.due);
+        self.flows.take_due(now, &mut due);
+        for &id in &due {
             let f = &mut self.flows[id];
             while f.held.front().is_some_and(|(t, _)| *t <= now) {
                 if let Some((_, p)) = f.held.pop_front() {
@@ -239,6 +244,8 @@ impl Node for DupAckDelay {
                 None => {}
             }
         }
+        due.clear();
+        self.due = due;
     }
 
     fn poll_transmit(&mut self, _now: Instant) -> Option<Transmit> {

@@ -228,6 +228,19 @@ impl<S> FlowTable<S> {
         Some(FlowId(i))
     }
 
+    /// Every flow due at `now` (deadline at or before it), appended to `due` in key order,
+    /// deadlines cleared: the flows, and the order, a scan over a key-ordered map would act on.
+    /// Unlike a `pop_due` loop, a deadline the caller sets at or before `now` while handling
+    /// them waits for the next call: each flow is handled once per `handle_timeout`.
+    pub fn take_due(&mut self, now: Instant, due: &mut Vec<FlowId>) {
+        let from = due.len();
+        while let Some(id) = self.pop_due(now) {
+            due.push(id);
+        }
+        let entries = &self.entries;
+        due[from..].sort_unstable_by_key(|id| entries.get(id.0 as usize).map(|e| e.key));
+    }
+
     /// Forget every flow last touched more than the idle timeout before `now`, oldest first,
     /// handing each one's key and state to `gone` (which may, e.g., release held packets).
     /// Visits only the expired flows.

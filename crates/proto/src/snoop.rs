@@ -140,6 +140,8 @@ pub struct Snoop {
     config: SnoopConfig,
     /// Keyed by the data direction (sender → receiver); the local timer is the deadline.
     flows: FlowTable<Flow>,
+    /// Flows due in the current `handle_timeout` (kept to reuse its allocation).
+    due: Vec<FlowId>,
     out: VecDeque<Packet>,
     stats: SnoopStats,
 }
@@ -150,6 +152,7 @@ impl Snoop {
         Self {
             flows: FlowTable::new(config.max_flows as usize, Some(config.idle_timeout)),
             config,
+            due: Vec::new(),
             out: VecDeque::new(),
             stats: SnoopStats::default(),
         }
@@ -345,7 +348,9 @@ impl Node for Snoop {
 
     fn handle_timeout(&mut self, now: Instant) {
         self.flows.expire_idle(now, |_, _| {});
-        while let Some(id) = self.flows.pop_due(now) {
+        let mut due = std::mem::take(&mut self.due);
+        self.flows.take_due(now, &mut due);
+        for &id in &due {
             let f = &mut self.flows[id];
             let Some(c) = f.cache.front_mut() else {
                 continue;
@@ -358,6 +363,8 @@ impl Node for Snoop {
             let at = now + f.rtt.rto();
             self.flows.set_deadline(id, Some(at));
         }
+        due.clear();
+        self.due = due;
     }
 
     fn poll_transmit(&mut self, _now: Instant) -> Option<Transmit> {

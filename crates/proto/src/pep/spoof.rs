@@ -34,7 +34,7 @@ use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::flow::{FlowKey, FlowTable};
+use crate::flow::{FlowId, FlowKey, FlowTable};
 use crate::tcp::RttEstimator;
 use crate::time::{Duration, Instant};
 use crate::units::ByteSize;
@@ -204,6 +204,8 @@ pub struct SpoofGateway {
     /// At most `max_ccbs`; the deadline is the earliest of a CCB's timers (retransmission,
     /// persist, idle). The CCB's own idle timer frees it, so the table's idle expiry is off.
     ccbs: FlowTable<Ccb>,
+    /// Flows due in the current `handle_timeout` (kept to reuse its allocation).
+    due: Vec<FlowId>,
     out: VecDeque<Packet>,
     stats: SpoofStats,
 }
@@ -214,6 +216,7 @@ impl SpoofGateway {
         Self {
             ccbs: FlowTable::new(config.max_ccbs as usize, None),
             config,
+            due: Vec::new(),
             out: VecDeque::new(),
             stats: SpoofStats::default(),
         }
@@ -609,7 +612,9 @@ impl Node for SpoofGateway {
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        while let Some(id) = self.ccbs.pop_due(now) {
+        let mut due = std::mem::take(&mut self.due);
+        self.ccbs.take_due(now, &mut due);
+        for &id in &due {
             let Some(key) = self.ccbs.key(id) else {
                 continue;
             };
@@ -653,6 +658,8 @@ impl Node for SpoofGateway {
             let at = c.next_deadline();
             self.ccbs.set_deadline(id, at);
         }
+        due.clear();
+        self.due = due;
     }
 
     fn poll_transmit(&mut self, _now: Instant) -> Option<Transmit> {
