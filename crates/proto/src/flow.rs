@@ -261,6 +261,19 @@ impl<S> FlowTable<S> {
         }
     }
 
+    /// Keep only the flows for which `keep` is true. O(n): for a mechanism's own eviction policy
+    /// when the table is full (e.g. "forget flows with nothing queued"), never per packet.
+    pub fn retain(&mut self, mut keep: impl FnMut(&FlowKey, &mut S) -> bool) {
+        let gone: Vec<FlowId> = self
+            .entries
+            .iter_mut()
+            .filter_map(|(i, e)| (!keep(&e.key, &mut e.state)).then_some(FlowId(i as u32)))
+            .collect();
+        for id in gone {
+            self.remove(id);
+        }
+    }
+
     /// The id of flow `key`, if the table holds it.
     pub fn id(&self, key: &FlowKey) -> Option<FlowId> {
         self.ids.get(key).map(|&i| FlowId(i))
