@@ -138,6 +138,11 @@ impl DupAckDelay {
         self.flows.len()
     }
 
+    /// Counters of the flow table, among them the entries timeouts visited.
+    pub fn flow_table_stats(&self) -> crate::flow::FlowTableStats {
+        self.flows.stats()
+    }
+
     /// Forget idle flows; whatever they still hold goes out in order.
     fn expire_idle(&mut self, now: Instant) {
         let out = &mut self.out;
@@ -297,6 +302,94 @@ mod tests {
                 s.ack.map_or(0, |a| a.0)
             })
             .collect()
+    }
+
+    use crate::flow::testing::{drain, many, seen, segment};
+
+    /// ACKs of the `n`-th flow (receiver → sender), acknowledging `a`.
+    fn ack_of(n: u32, a: u32) -> Packet {
+        segment(many(n).reversed(), 1, Some(a), TcpFlags(0), 0)
+    }
+
+    /// Work, not time: 100 000 flows each hold one duplicate; the first release visits one
+    /// flow (plus a look at the next deadline and at the idle list).
+    #[test]
+    fn one_due_release_among_100_000_flows_visits_only_that_flow() {
+        let mut d = DupAckDelay::new(DupAckDelayConfig {
+            max_flows: 100_000,
+            ..DupAckDelayConfig::default()
+        });
+        let t = |n: u64| Instant::ZERO + Duration::from_micros(n);
+        for n in 0..100_000u32 {
+            for _ in 0..4 {
+                d.handle_packet(t(n.into()), PortId(0), ack_of(n, 100));
+            }
+        }
+        // The new ACK and two duplicates pass; the third duplicate is held.
+        assert_eq!(drain(&mut d, t(100_000)).len(), 300_000);
+        assert_eq!(d.stats().held, 100_000);
+        let first = Instant::ZERO + Duration::from_millis(600);
+        assert_eq!(d.poll_timeout(), Some(first));
+        let before = d.flow_table_stats().visited;
+        d.handle_timeout(first);
+        assert_eq!(d.flow_table_stats().visited - before, 3);
+        assert_eq!(drain(&mut d, first), vec![seen(&ack_of(0, 100))]);
+        assert_eq!(d.poll_timeout(), Some(first + Duration::from_micros(1)));
+    }
+
+    /// Memory is bounded by `max_flows`: of 100 000 flows offered to a table of 1 000, 99 000
+    /// are refused and counted, and even their duplicates pass at once, unchanged.
+    #[test]
+    fn memory_is_bounded_by_max_flows_and_refused_flows_pass_unchanged() {
+        let mut d = DupAckDelay::new(DupAckDelayConfig {
+            max_flows: 1000,
+            ..DupAckDelayConfig::default()
+        });
+        let t0 = Instant::ZERO;
+        let mut passed = 0;
+        for n in 0..100_000u32 {
+            for _ in 0..4 {
+                let pkt = ack_of(n, 100);
+                let expect = seen(&pkt);
+                d.handle_packet(t0, PortId(0), pkt);
+                let out = drain(&mut d, t0);
+                assert!(out.is_empty() || out == vec![expect]);
+                passed += out.len();
+            }
+        }
+        assert_eq!(d.flow_count(), 1000);
+        assert_eq!(d.stats().flows_refused, 99_000 * 4);
+        assert_eq!((d.stats().held, passed), (1000, 400_000 - 1000));
+        // Idle for the timeout: forgotten, and what they held goes out in order first.
+        let later = t0 + Duration::from_secs(120);
+        d.handle_packet(later, PortId(0), ack_of(100_000, 5));
+        assert_eq!(d.flow_count(), 1);
+        assert_eq!(d.stats().flows_idle_expired, 1000);
+        let out = drain(&mut d, later);
+        assert_eq!(out.len(), 1001);
+        assert_eq!(out[0], seen(&ack_of(0, 100)));
+        assert_eq!(out[1000], seen(&ack_of(100_000, 5)));
+    }
+
+    /// The ACK sender's FIN forgets the flow once nothing is held; with duplicates held, the
+    /// flow goes when they are released.
+    #[test]
+    fn fin_forgets_the_flow_once_nothing_is_held() {
+        let mut d = DupAckDelay::new(DupAckDelayConfig::default());
+        let t0 = Instant::ZERO;
+        let fin = |n| segment(many(n).reversed(), 1, Some(100), TcpFlags::FIN, 0);
+        d.handle_packet(t0, PortId(0), ack_of(1, 100));
+        d.handle_packet(t0, PortId(0), fin(1));
+        assert_eq!(d.flow_count(), 0);
+        for _ in 0..4 {
+            d.handle_packet(t0, PortId(0), ack_of(2, 100));
+        }
+        d.handle_packet(t0, PortId(0), fin(2));
+        assert_eq!(d.flow_count(), 1);
+        let t1 = t0 + Duration::from_millis(600);
+        d.handle_timeout(t1);
+        assert_eq!((d.flow_count(), d.poll_timeout()), (0, None));
+        assert_eq!(d.stats().released, 1);
     }
 
     #[test]

@@ -386,6 +386,59 @@ impl<S> IndexMut<FlowId> for FlowTable<S> {
     }
 }
 
+/// Packets of many distinct flows, for the mechanisms' scale tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::FlowKey;
+    use crate::wire::{emit_ipv4_tcp, Ipv4Repr, SeqNumber, TcpFlags, TcpRepr};
+    use crate::Packet;
+    use std::net::Ipv4Addr;
+
+    /// The `n`-th of up to 2²⁴ distinct flows: 10.x.y.z:5000 → 192.168.0.1:80.
+    pub(crate) fn many(n: u32) -> FlowKey {
+        FlowKey::new(
+            Ipv4Addr::from(0x0a00_0000 + n),
+            5000,
+            Ipv4Addr::new(192, 168, 0, 1),
+            80,
+        )
+    }
+
+    /// A segment of flow `key` (in its direction) with a virtual payload of `len` bytes.
+    pub(crate) fn segment(
+        key: FlowKey,
+        seq: u32,
+        ack: Option<u32>,
+        flags: TcpFlags,
+        len: u32,
+    ) -> Packet {
+        let ip = Ipv4Repr::tcp(key.src, key.dst, 0);
+        let seg = TcpRepr {
+            src_port: key.src_port,
+            dst_port: key.dst_port,
+            seq: SeqNumber(seq),
+            ack: ack.map(SeqNumber),
+            flags,
+            window: 65_535,
+            payload_len: len,
+            ..TcpRepr::default()
+        };
+        Packet::build(len, |b| emit_ipv4_tcp(&ip, &seg, b))
+    }
+
+    /// The header bytes and payload length of every packet `node` transmits now.
+    pub(crate) fn drain(node: &mut impl crate::Node, now: crate::Instant) -> Vec<(Vec<u8>, u32)> {
+        std::iter::from_fn(|| node.poll_transmit(now))
+            .map(|t| (t.pkt.header().to_vec(), t.pkt.payload_len))
+            .collect()
+    }
+
+    /// What [`drain`] reports for `pkt`.
+    pub(crate) fn seen(pkt: &Packet) -> (Vec<u8>, u32) {
+        (pkt.header().to_vec(), pkt.payload_len)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;

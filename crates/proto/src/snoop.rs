@@ -178,6 +178,11 @@ impl Snoop {
         self.flows.len()
     }
 
+    /// Counters of the flow table, among them the entries timeouts visited.
+    pub fn flow_table_stats(&self) -> crate::flow::FlowTableStats {
+        self.flows.stats()
+    }
+
     fn new_flow(&self) -> Flow {
         Flow {
             cache: VecDeque::new(),
@@ -384,6 +389,101 @@ mod tests {
     use super::*;
     use crate::testnet::{tcp, Hop, Net, MB};
     use crate::time::Bitrate;
+
+    use crate::flow::testing::{drain, many, seen, segment};
+
+    /// No control bits besides ACK (which `Some(ack)` sets).
+    const ACK: TcpFlags = TcpFlags(0);
+
+    /// Work, not time: with 100 000 flows each holding one segment, the first local timer
+    /// visits one flow (plus a look at the next deadline and at the idle list), not 100 000.
+    #[test]
+    fn one_due_timer_among_100_000_flows_visits_only_that_flow() {
+        let mut s = Snoop::new(SnoopConfig {
+            max_flows: 100_000,
+            ..SnoopConfig::default()
+        });
+        let t = |n: u64| Instant::ZERO + Duration::from_micros(n);
+        for n in 0..100_000u32 {
+            s.handle_packet(
+                t(n.into()),
+                PortId(0),
+                segment(many(n), 1, Some(1), ACK, 1000),
+            );
+        }
+        assert_eq!(drain(&mut s, t(100_000)).len(), 100_000);
+        assert_eq!((s.flow_count(), s.cached_segments()), (100_000, 100_000));
+        let first = Instant::ZERO + Duration::from_secs(1);
+        assert_eq!(s.poll_timeout(), Some(first));
+        let before = s.flow_table_stats().visited;
+        s.handle_timeout(first);
+        assert_eq!(s.flow_table_stats().visited - before, 3);
+        let out = drain(&mut s, first);
+        assert_eq!(out, vec![seen(&segment(many(0), 1, Some(1), ACK, 1000))]);
+        assert_eq!(s.stats().local_rtx_timeout, 1);
+        assert_eq!(s.poll_timeout(), Some(first + Duration::from_micros(1)));
+    }
+
+    /// Memory is bounded by `max_flows`: of 100 000 flows offered to a table of 1 000, 99 000
+    /// are refused, counted, and their packets pass unchanged; idle flows are then forgotten.
+    #[test]
+    fn memory_is_bounded_by_max_flows_and_refused_flows_pass_unchanged() {
+        let mut s = Snoop::new(SnoopConfig {
+            max_flows: 1000,
+            ..SnoopConfig::default()
+        });
+        let t0 = Instant::ZERO;
+        for n in 0..100_000u32 {
+            let pkt = segment(many(n), 1, Some(1), ACK, 1000);
+            let expect = seen(&pkt);
+            s.handle_packet(t0, PortId(0), pkt);
+            assert_eq!(drain(&mut s, t0), vec![expect]);
+        }
+        assert_eq!(s.flow_count(), 1000);
+        assert_eq!(s.stats().flows_refused, 99_000);
+        assert_eq!(s.cached_segments(), 1000);
+        // A duplicate ACK of a refused flow passes; one of a tracked flow is a local repair.
+        let dup = |n| segment(many(n).reversed(), 1, Some(1), ACK, 0);
+        s.handle_packet(t0, PortId(1), dup(50_000));
+        assert_eq!(drain(&mut s, t0), vec![seen(&dup(50_000))]);
+        let new_ack = |n| segment(many(n).reversed(), 1, Some(1001), ACK, 0);
+        s.handle_packet(t0, PortId(1), new_ack(7));
+        assert_eq!(drain(&mut s, t0), vec![seen(&new_ack(7))]);
+        assert_eq!(s.cached_segments(), 999);
+        // Two minutes without a packet: every flow is forgotten before the next one counts.
+        let later = t0 + Duration::from_secs(120);
+        s.handle_packet(later, PortId(0), segment(many(100_000), 1, None, ACK, 10));
+        assert_eq!(s.flow_count(), 1);
+        assert_eq!(s.stats().flows_idle_expired, 1000);
+        assert_eq!(s.stats().flows_refused, 99_000);
+        assert_eq!(s.poll_timeout(), Some(later + Duration::from_secs(1)));
+    }
+
+    /// A flow is forgotten once the sender's FIN is acknowledged, and not before.
+    #[test]
+    fn acknowledged_fin_forgets_the_flow() {
+        let mut s = Snoop::new(SnoopConfig::default());
+        let t0 = Instant::ZERO;
+        let k = many(3);
+        s.handle_packet(t0, PortId(0), segment(k, 1, Some(1), ACK, 1000));
+        s.handle_packet(t0, PortId(0), segment(k, 1001, Some(1), TcpFlags::FIN, 0));
+        // The data is acknowledged, the FIN (sequence number 1001) not yet.
+        s.handle_packet(t0, PortId(1), segment(k.reversed(), 1, Some(1001), ACK, 0));
+        assert_eq!((s.flow_count(), s.cached_segments()), (1, 0));
+        assert_eq!(s.poll_timeout(), None);
+        s.handle_packet(t0, PortId(1), segment(k.reversed(), 1, Some(1002), ACK, 0));
+        assert_eq!(s.flow_count(), 0);
+        assert_eq!(drain(&mut s, t0).len(), 4);
+        // RST forgets too.
+        s.handle_packet(t0, PortId(0), segment(k, 1, Some(1), ACK, 1000));
+        assert_eq!(s.flow_count(), 1);
+        s.handle_packet(
+            t0,
+            PortId(1),
+            segment(k.reversed(), 1, None, TcpFlags::RST, 0),
+        );
+        assert_eq!((s.flow_count(), s.poll_timeout()), (0, None));
+    }
 
     fn hops() -> [Hop; 4] {
         let r = |bps| Some(Bitrate::from_bps(bps));
