@@ -232,6 +232,11 @@ impl SpoofGateway {
         self.ccbs.len()
     }
 
+    /// Counters of the CCB table, among them the entries timeouts visited.
+    pub fn flow_table_stats(&self) -> crate::flow::FlowTableStats {
+        self.ccbs.stats()
+    }
+
     /// State of the CCB for (hybrid host, Internet host), if any.
     pub fn ccb_state(
         &self,

@@ -222,6 +222,16 @@ impl SuperCharger {
         self.held
     }
 
+    /// Connections managed now (at most `max_flows`).
+    pub fn flow_count(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// Counters of the flow table, among them the entries inputs and timeouts visited.
+    pub fn flow_table_stats(&self) -> crate::flow::FlowTableStats {
+        self.flows.stats()
+    }
+
     /// The estimates of every managed connection, in address order.
     pub fn estimates(&self) -> Vec<FlowEstimate> {
         self.flows
