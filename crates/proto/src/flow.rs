@@ -687,7 +687,7 @@ mod tests {
                         expect.sort();
                         prop_assert_eq!(gone, expect);
                     }
-                    Op::Advance(ms) => now = now + Duration::from_millis(ms.into()),
+                    Op::Advance(ms) => now += Duration::from_millis(ms.into()),
                 }
                 t.check();
                 prop_assert_eq!(t.len(), model.len());

@@ -199,7 +199,13 @@ fn acks_are_held_for_the_delay_per_flow_and_a_full_table_passes_them() {
     // A third flow finds the table full: its ACK passes at once, counted.
     m.handle_packet(ms(30), PortId(0), ack(3, 300));
     assert_eq!(acks_out(&mut m, ms(30)), vec![300]);
-    assert_eq!(m.stats(), AckHoldStats { held: 3, flows_refused: 1 });
+    assert_eq!(
+        m.stats(),
+        AckHoldStats {
+            held: 3,
+            flows_refused: 1
+        }
+    );
     assert_eq!(m.poll_timeout(), Some(ms(100)));
     // Each flow's ACKs leave `delay` after they came, in order; only due flows are visited.
     m.handle_timeout(ms(100));

@@ -121,7 +121,8 @@ pub struct AckQueue {
     limit_bytes: Option<u64>,
     entries: VecDeque<Held>,
     bytes: u64,
-    flows: FlowTable<FlowState>,
+    /// Boxed: the table is larger than the rest of the queue, and `AnyQueue` holds this inline.
+    flows: Box<FlowTable<FlowState>>,
     /// IPv4 identification of the next tunnel header.
     tunnel_ident: u16,
     stats: AckQueueStats,
@@ -173,7 +174,7 @@ impl AckQueue {
             limit_bytes,
             entries: VecDeque::new(),
             bytes: 0,
-            flows: FlowTable::new(MAX_FLOWS, None),
+            flows: Box::new(FlowTable::new(MAX_FLOWS, None)),
             tunnel_ident: 0,
             stats: AckQueueStats::default(),
         }
