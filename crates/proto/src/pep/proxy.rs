@@ -185,6 +185,11 @@ impl SplitRelay {
         self.stats
     }
 
+    /// Counters of the flow table, among them the entries timeouts visited.
+    pub fn flow_table_stats(&self) -> crate::flow::FlowTableStats {
+        self.flows.stats()
+    }
+
     /// The split connections now open.
     pub fn flows(&self) -> impl Iterator<Item = SplitFlowInfo> + '_ {
         self.flows.iter_sorted().map(|(_, r)| {
