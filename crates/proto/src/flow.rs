@@ -543,6 +543,47 @@ mod tests {
     }
 
     #[test]
+    fn take_due_hands_every_due_flow_once_in_key_order() {
+        let mut t = FlowTable::new(10, None);
+        let ids: Vec<FlowId> = (0..4)
+            .map(|n| t.insert(at(0), key(n), n).expect("room"))
+            .collect();
+        t.set_deadline(ids[3], Some(at(1)));
+        t.set_deadline(ids[0], Some(at(7)));
+        t.set_deadline(ids[2], Some(at(3)));
+        t.set_deadline(ids[1], Some(at(9)));
+        let mut due = vec![ids[1]];
+        t.take_due(at(7), &mut due);
+        // Appended after what was there, by key (not by deadline).
+        assert_eq!(due, vec![ids[1], ids[0], ids[2], ids[3]]);
+        // Re-armed at `now` while handling: due again only at the next call.
+        t.set_deadline(ids[0], Some(at(7)));
+        let mut again = Vec::new();
+        t.take_due(at(7), &mut again);
+        assert_eq!(again, vec![ids[0]]);
+        assert_eq!(t.poll_timeout(), Some(at(9)));
+        t.check();
+    }
+
+    #[test]
+    fn retain_removes_exactly_the_rejected_flows_with_their_deadlines() {
+        let mut t = FlowTable::new(10, Some(Duration::from_secs(1)));
+        for n in 0..6 {
+            let id = t.insert(at(n.into()), key(n), n).expect("room");
+            t.set_deadline(id, Some(at(100 - u64::from(n))));
+        }
+        t.retain(|k, s| {
+            *s += 10;
+            k.src != key(5).src && *s % 2 == 0
+        });
+        let mut left: Vec<u32> = t.iter().map(|(_, s)| *s).collect();
+        left.sort_unstable();
+        assert_eq!(left, vec![10, 12, 14]);
+        assert_eq!(t.poll_timeout(), Some(at(96)));
+        t.check();
+    }
+
+    #[test]
     fn idle_flows_are_forgotten_oldest_first_and_touch_keeps_one() {
         let mut t = FlowTable::new(10, Some(Duration::from_secs(1)));
         let a = t.insert(at(0), key(1), 1).expect("room");
