@@ -185,7 +185,7 @@ impl AckQueue {
         self.stats
     }
 
-    /// New flows not remembered because all [`MAX_FLOWS`] had ACKs queued.
+    /// New flows not remembered because all `MAX_FLOWS` (4 096) had ACKs queued.
     pub fn flows_refused(&self) -> u64 {
         self.flows.stats().table_full
     }
