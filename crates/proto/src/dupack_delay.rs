@@ -371,6 +371,26 @@ mod tests {
         assert_eq!(out[1000], seen(&ack_of(100_000, 5)));
     }
 
+    #[test]
+    fn config_refuses_an_empty_flow_table_and_a_zero_idle_timeout() {
+        let ok = DupAckDelayConfig::default();
+        assert_eq!(ok.validate(), Ok(()));
+        let no_flows = DupAckDelayConfig {
+            max_flows: 0,
+            ..ok.clone()
+        };
+        assert!(no_flows
+            .validate()
+            .is_err_and(|m| m.starts_with("max_flows")));
+        let no_idle = DupAckDelayConfig {
+            idle_timeout: Duration::ZERO,
+            ..ok
+        };
+        assert!(no_idle
+            .validate()
+            .is_err_and(|m| m.starts_with("idle_timeout")));
+    }
+
     /// The ACK sender's FIN forgets the flow once nothing is held; with duplicates held, the
     /// flow goes when they are released.
     #[test]

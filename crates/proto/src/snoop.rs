@@ -459,6 +459,26 @@ mod tests {
         assert_eq!(s.poll_timeout(), Some(later + Duration::from_secs(1)));
     }
 
+    #[test]
+    fn config_refuses_an_empty_flow_table_and_a_zero_idle_timeout() {
+        let ok = SnoopConfig::default();
+        assert_eq!(ok.validate(), Ok(()));
+        let no_flows = SnoopConfig {
+            max_flows: 0,
+            ..ok.clone()
+        };
+        assert!(no_flows
+            .validate()
+            .is_err_and(|m| m.starts_with("max_flows")));
+        let no_idle = SnoopConfig {
+            idle_timeout: Duration::ZERO,
+            ..ok
+        };
+        assert!(no_idle
+            .validate()
+            .is_err_and(|m| m.starts_with("idle_timeout")));
+    }
+
     /// A flow is forgotten once the sender's FIN is acknowledged, and not before.
     #[test]
     fn acknowledged_fin_forgets_the_flow() {
