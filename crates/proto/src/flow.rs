@@ -504,7 +504,10 @@ mod tests {
     #[test]
     fn full_table_refuses_counts_and_frees_on_remove() {
         let mut t = FlowTable::new(2, None);
+        assert!(t.is_empty() && !t.is_full());
+        assert_eq!(t.capacity(), 2);
         let a = t.insert(at(0), key(1), 'a').expect("room");
+        assert!(!t.is_empty());
         t.insert(at(0), key(2), 'b').expect("room");
         assert_eq!(t.insert(at(0), key(3), 'c'), Err('c'));
         assert_eq!(t.insert(at(0), key(4), 'd'), Err('d'));
@@ -516,6 +519,9 @@ mod tests {
         assert_eq!(t.remove(a), None);
         assert!(t.insert(at(0), key(3), 'c').is_ok());
         assert_eq!(t.get(&key(3)), Some(&'c'));
+        *t.get_mut(&key(3)).expect("held") = 'C';
+        assert_eq!(t.get(&key(3)), Some(&'C'));
+        assert!(t.get_mut(&key(9)).is_none());
         assert_eq!((t.len(), t.stats().table_full), (2, 2));
         t.check();
     }
