@@ -509,6 +509,7 @@ mod tests {
         let a = t.insert(at(0), key(1), 'a').expect("room");
         assert!(!t.is_empty());
         t.insert(at(0), key(2), 'b').expect("room");
+        assert!(t.is_full());
         assert_eq!(t.insert(at(0), key(3), 'c'), Err('c'));
         assert_eq!(t.insert(at(0), key(4), 'd'), Err('d'));
         assert_eq!(t.stats().table_full, 2);
