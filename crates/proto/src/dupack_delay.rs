@@ -371,6 +371,39 @@ mod tests {
         assert_eq!(out[1000], seen(&ack_of(100_000, 5)));
     }
 
+    /// A reordered older ACK is neither a duplicate nor new: held duplicates stay held.
+    #[test]
+    fn an_older_ack_does_not_drop_held_duplicates() {
+        let mut d = DupAckDelay::new(DupAckDelayConfig::default());
+        let t0 = Instant::ZERO;
+        for n in [200, 200, 200, 200, 150, 200] {
+            d.handle_packet(t0, PortId(0), ack(n));
+        }
+        // 200, two duplicates and the old 150 pass; the 3rd and 4th duplicates are held.
+        assert_eq!(acks_out(&mut d, t0), vec![200, 200, 200, 150]);
+        assert_eq!((d.stats().held, d.stats().dropped), (2, 0));
+    }
+
+    /// With `port` set, ACKs arriving on another port pass untouched and create no state.
+    #[test]
+    fn acks_on_another_port_are_not_delayed() {
+        let mut d = DupAckDelay::new(DupAckDelayConfig {
+            port: Some(1),
+            ..DupAckDelayConfig::default()
+        });
+        let t0 = Instant::ZERO;
+        for _ in 0..5 {
+            d.handle_packet(t0, PortId(0), ack(200));
+        }
+        assert_eq!(acks_out(&mut d, t0), vec![200; 5]);
+        assert_eq!(d.flow_count(), 0);
+        for _ in 0..5 {
+            d.handle_packet(t0, PortId(1), ack(200));
+        }
+        assert_eq!(acks_out(&mut d, t0), vec![200; 3]);
+        assert_eq!(d.stats().held, 2);
+    }
+
     #[test]
     fn config_refuses_an_empty_flow_table_and_a_zero_idle_timeout() {
         let ok = DupAckDelayConfig::default();

@@ -583,6 +583,8 @@ mod tests {
             *s += 10;
             k.src != key(5).src && *s % 2 == 0
         });
+        let keys: Vec<FlowKey> = t.iter_sorted().map(|(k, _)| k).collect();
+        assert_eq!(keys, vec![key(0), key(2), key(4)]);
         let mut left: Vec<u32> = t.iter().map(|(_, s)| *s).collect();
         left.sort_unstable();
         assert_eq!(left, vec![10, 12, 14]);
