@@ -487,6 +487,8 @@ mod tests {
         d.handle_timeout(t0 + Duration::from_millis(200));
         assert_eq!(acks_out(&mut d, t0), vec![200]);
         assert_eq!(d.stats().released, 2);
+        // Released, not finished: the flow (and its duplicate count) stays.
+        assert_eq!((d.flow_count(), d.poll_timeout()), (1, None));
     }
 
     #[test]
