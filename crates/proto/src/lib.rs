@@ -17,6 +17,7 @@ pub mod ack;
 pub mod chain;
 pub mod dama;
 pub mod dupack_delay;
+pub mod flow;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 pub mod link;

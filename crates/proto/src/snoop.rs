@@ -18,11 +18,17 @@
 //! `suppress_dupacks = false` Snoop is a plain local retransmitter (link-level ARQ triggered by
 //! the first duplicate ACK and the timer), which is what the delayed-duplicate-ACK scheme of
 //! Vaidya et al. pairs with ([`crate::dupack_delay`]).
+//!
+//! Flow state lives in a [`FlowTable`] of at most `max_flows` flows: a flow is forgotten on a
+//! RST, once the sender's FIN is acknowledged, or after `idle_timeout` without a packet. Data of
+//! a flow the full table refuses is forwarded uncached (counted in `flows_refused`): Snoop then
+//! does nothing for that flow, which is always safe.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::net::Ipv4Addr;
+use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
+
+use crate::flow::{FlowId, FlowKey, FlowTable};
 
 use crate::tcp::RttEstimator;
 use crate::time::{Duration, Instant};
@@ -45,6 +51,11 @@ pub struct SnoopConfig {
     pub min_rto: Duration,
     /// Drop the duplicate ACKs a local retransmission makes redundant. Default true.
     pub suppress_dupacks: bool,
+    /// Flows tracked at most; data of further flows passes uncached. Default 4096.
+    pub max_flows: u32,
+    /// A flow without a packet in either direction for this long is forgotten. Default
+    /// `"120s"` (far beyond any RTO backoff Snoop would still be useful for).
+    pub idle_timeout: Duration,
 }
 
 impl Default for SnoopConfig {
@@ -55,6 +66,8 @@ impl Default for SnoopConfig {
             initial_rto: Duration::from_secs(1),
             min_rto: Duration::from_millis(200),
             suppress_dupacks: true,
+            max_flows: 4096,
+            idle_timeout: Duration::from_secs(120),
         }
     }
 }
@@ -67,6 +80,12 @@ impl SnoopConfig {
         }
         if self.initial_rto == Duration::ZERO {
             return Err("initial_rto: must be > 0".into());
+        }
+        if self.max_flows == 0 {
+            return Err("max_flows: must be at least 1".into());
+        }
+        if self.idle_timeout == Duration::ZERO {
+            return Err("idle_timeout: must be > 0".into());
         }
         Ok(())
     }
@@ -87,6 +106,10 @@ pub struct SnoopStats {
     pub sender_rtx: u64,
     /// Data segments not cached because the cache was full.
     pub cache_full: u64,
+    /// New flows not tracked because `max_flows` were (their data passed uncached).
+    pub flows_refused: u64,
+    /// Flows forgotten after `idle_timeout` without a packet.
+    pub flows_idle_expired: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -107,17 +130,18 @@ struct Flow {
     /// Highest data byte + 1 seen from the sender.
     high: Option<SeqNumber>,
     rtt: RttEstimator,
-    timer: Option<Instant>,
+    /// Sequence number after the sender's FIN, once seen: an ACK of it ends the flow.
+    fin_end: Option<SeqNumber>,
 }
-
-/// Flow key: (data sender, data receiver).
-type Key = ((Ipv4Addr, u16), (Ipv4Addr, u16));
 
 /// The Snoop middlebox.
 #[derive(Clone, Debug)]
 pub struct Snoop {
     config: SnoopConfig,
-    flows: BTreeMap<Key, Flow>,
+    /// Keyed by the data direction (sender → receiver); the local timer is the deadline.
+    flows: FlowTable<Flow>,
+    /// Flows due in the current `handle_timeout` (kept to reuse its allocation).
+    due: Vec<FlowId>,
     out: VecDeque<Packet>,
     stats: SnoopStats,
 }
@@ -126,8 +150,9 @@ impl Snoop {
     /// Snoop with no flows.
     pub fn new(config: SnoopConfig) -> Self {
         Self {
+            flows: FlowTable::new(config.max_flows as usize, Some(config.idle_timeout)),
             config,
-            flows: BTreeMap::new(),
+            due: Vec::new(),
             out: VecDeque::new(),
             stats: SnoopStats::default(),
         }
@@ -135,12 +160,27 @@ impl Snoop {
 
     /// Counters.
     pub fn stats(&self) -> SnoopStats {
-        self.stats
+        let t = self.flows.stats();
+        SnoopStats {
+            flows_refused: t.table_full,
+            flows_idle_expired: t.idle_expired,
+            ..self.stats
+        }
     }
 
     /// Segments cached now, all flows.
     pub fn cached_segments(&self) -> usize {
-        self.flows.values().map(|f| f.cache.len()).sum()
+        self.flows.iter().map(|(_, f)| f.cache.len()).sum()
+    }
+
+    /// Flows tracked now (at most `max_flows`).
+    pub fn flow_count(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// Counters of the flow table, among them the entries timeouts visited.
+    pub fn flow_table_stats(&self) -> crate::flow::FlowTableStats {
+        self.flows.stats()
     }
 
     fn new_flow(&self) -> Flow {
@@ -155,14 +195,14 @@ impl Snoop {
                 Duration::from_secs(60),
                 Duration::from_millis(1),
             ),
-            timer: None,
+            fin_end: None,
         }
     }
 
-    fn on_data(&mut self, now: Instant, key: Key, seq: SeqNumber, len: u32, pkt: &Packet) {
+    fn on_data(&mut self, now: Instant, id: FlowId, seq: SeqNumber, len: u32, pkt: &Packet) {
         let limit = self.config.cache_packets as usize;
-        let fresh = self.new_flow();
-        let f = self.flows.entry(key).or_insert(fresh);
+        let timer = self.flows.deadline(id);
+        let f = &mut self.flows[id];
         let end = seq + len;
         if f.last_ack.is_some_and(|a| end <= a) {
             // Already acknowledged: the sender retransmitted needlessly; forward, don't cache.
@@ -195,16 +235,15 @@ impl Snoop {
                 retransmitted: !is_new,
             },
         );
-        if f.timer.is_none() {
-            f.timer = Some(now + f.rtt.rto());
+        if timer.is_none() {
+            let at = now + f.rtt.rto();
+            self.flows.set_deadline(id, Some(at));
         }
     }
 
     /// An ACK from the satellite side; returns whether to forward it.
-    fn on_ack(&mut self, now: Instant, key: Key, ack: SeqNumber, pure: bool) -> bool {
-        let Some(f) = self.flows.get_mut(&key) else {
-            return true;
-        };
+    fn on_ack(&mut self, now: Instant, id: FlowId, ack: SeqNumber, pure: bool) -> bool {
+        let f = &mut self.flows[id];
         match f.last_ack {
             Some(last) if ack < last => return !pure, // stale ACK: drop unless it carries data
             Some(last) if ack == last => {
@@ -230,7 +269,8 @@ impl Snoop {
                     c.sent_at = now;
                     let pkt = c.pkt.clone();
                     f.expected_dups = (f.cache.len() as u32).saturating_sub(1).max(1);
-                    f.timer = Some(now + f.rtt.rto());
+                    let at = now + f.rtt.rto();
+                    self.flows.set_deadline(id, Some(at));
                     self.out.push_back(pkt);
                     self.stats.local_rtx_dupack += 1;
                 } else {
@@ -257,7 +297,13 @@ impl Snoop {
             }
             f.cache.pop_front();
         }
-        f.timer = (!f.cache.is_empty()).then(|| now + f.rtt.rto());
+        let at = (!f.cache.is_empty()).then(|| now + f.rtt.rto());
+        if f.cache.is_empty() && f.fin_end.is_some_and(|e| ack >= e) {
+            // The sender's FIN is acknowledged: nothing more to cache or repair.
+            self.flows.remove(id);
+        } else {
+            self.flows.set_deadline(id, at);
+        }
         true
     }
 }
@@ -268,33 +314,50 @@ impl Node for Snoop {
             self.out.push_back(pkt);
             return;
         };
-        let src = (ip.src, seg.src_port);
-        let dst = (ip.dst, seg.dst_port);
+        self.flows.expire_idle(now, |_, _| {});
+        let key = FlowKey::of(&ip, &seg);
         let control = seg.flags.contains(TcpFlags::SYN) || seg.flags.contains(TcpFlags::RST);
+        let rst = seg.flags.contains(TcpFlags::RST);
         if port.0 == self.config.satellite_port {
-            if seg.flags.contains(TcpFlags::RST) {
-                self.flows.remove(&(dst, src));
-            } else if let (Some(ack), false) = (seg.ack, control) {
+            let id = self.flows.id(&key.reversed());
+            if let Some(id) = id {
+                self.flows.touch(now, id);
+            }
+            if rst {
+                self.flows.remove_key(&key.reversed());
+            } else if let (Some(ack), false, Some(id)) = (seg.ack, control, id) {
                 let pure = seg.payload_len == 0 && !seg.flags.contains(TcpFlags::FIN);
-                if !self.on_ack(now, (dst, src), ack, pure) {
+                if !self.on_ack(now, id, ack, pure) {
                     return;
                 }
             }
-        } else if seg.flags.contains(TcpFlags::RST) {
-            self.flows.remove(&(src, dst));
-        } else if seg.payload_len > 0 && !control {
-            self.on_data(now, (src, dst), seg.seq, seg.payload_len, &pkt);
+        } else if rst {
+            self.flows.remove_key(&key);
+        } else {
+            let mut id = self.flows.id(&key);
+            if id.is_none() && seg.payload_len > 0 && !control {
+                id = self.flows.insert(now, key, self.new_flow()).ok();
+            }
+            if let Some(id) = id {
+                self.flows.touch(now, id);
+                if seg.flags.contains(TcpFlags::FIN) {
+                    self.flows[id].fin_end = Some(seg.seq + seg.payload_len + 1);
+                }
+                if seg.payload_len > 0 && !control {
+                    self.on_data(now, id, seg.seq, seg.payload_len, &pkt);
+                }
+            }
         }
         self.out.push_back(pkt);
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        for f in self.flows.values_mut() {
-            if f.timer.is_none_or(|t| t > now) {
-                continue;
-            }
+        self.flows.expire_idle(now, |_, _| {});
+        let mut due = std::mem::take(&mut self.due);
+        self.flows.take_due(now, &mut due);
+        for &id in &due {
+            let f = &mut self.flows[id];
             let Some(c) = f.cache.front_mut() else {
-                f.timer = None;
                 continue;
             };
             c.retransmitted = true;
@@ -302,8 +365,11 @@ impl Node for Snoop {
             self.out.push_back(c.pkt.clone());
             self.stats.local_rtx_timeout += 1;
             f.rtt.on_backoff();
-            f.timer = Some(now + f.rtt.rto());
+            let at = now + f.rtt.rto();
+            self.flows.set_deadline(id, Some(at));
         }
+        due.clear();
+        self.due = due;
     }
 
     fn poll_transmit(&mut self, _now: Instant) -> Option<Transmit> {
@@ -314,7 +380,7 @@ impl Node for Snoop {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.flows.values().filter_map(|f| f.timer).min()
+        self.flows.poll_timeout()
     }
 }
 
@@ -323,6 +389,121 @@ mod tests {
     use super::*;
     use crate::testnet::{tcp, Hop, Net, MB};
     use crate::time::Bitrate;
+
+    use crate::flow::testing::{drain, many, seen, segment};
+
+    /// No control bits besides ACK (which `Some(ack)` sets).
+    const ACK: TcpFlags = TcpFlags(0);
+
+    /// Work, not time: with 100 000 flows each holding one segment, the first local timer
+    /// visits one flow (plus a look at the next deadline and at the idle list), not 100 000.
+    #[test]
+    fn one_due_timer_among_100_000_flows_visits_only_that_flow() {
+        let mut s = Snoop::new(SnoopConfig {
+            max_flows: 100_000,
+            ..SnoopConfig::default()
+        });
+        let t = |n: u64| Instant::ZERO + Duration::from_micros(n);
+        for n in 0..100_000u32 {
+            s.handle_packet(
+                t(n.into()),
+                PortId(0),
+                segment(many(n), 1, Some(1), ACK, 1000),
+            );
+        }
+        assert_eq!(drain(&mut s, t(100_000)).len(), 100_000);
+        assert_eq!((s.flow_count(), s.cached_segments()), (100_000, 100_000));
+        let first = Instant::ZERO + Duration::from_secs(1);
+        assert_eq!(s.poll_timeout(), Some(first));
+        let before = s.flow_table_stats().visited;
+        s.handle_timeout(first);
+        assert_eq!(s.flow_table_stats().visited - before, 3);
+        let out = drain(&mut s, first);
+        assert_eq!(out, vec![seen(&segment(many(0), 1, Some(1), ACK, 1000))]);
+        assert_eq!(s.stats().local_rtx_timeout, 1);
+        assert_eq!(s.poll_timeout(), Some(first + Duration::from_micros(1)));
+    }
+
+    /// Memory is bounded by `max_flows`: of 100 000 flows offered to a table of 1 000, 99 000
+    /// are refused, counted, and their packets pass unchanged; idle flows are then forgotten.
+    #[test]
+    fn memory_is_bounded_by_max_flows_and_refused_flows_pass_unchanged() {
+        let mut s = Snoop::new(SnoopConfig {
+            max_flows: 1000,
+            ..SnoopConfig::default()
+        });
+        let t0 = Instant::ZERO;
+        for n in 0..100_000u32 {
+            let pkt = segment(many(n), 1, Some(1), ACK, 1000);
+            let expect = seen(&pkt);
+            s.handle_packet(t0, PortId(0), pkt);
+            assert_eq!(drain(&mut s, t0), vec![expect]);
+        }
+        assert_eq!(s.flow_count(), 1000);
+        assert_eq!(s.stats().flows_refused, 99_000);
+        assert_eq!(s.cached_segments(), 1000);
+        // A duplicate ACK of a refused flow passes; one of a tracked flow is a local repair.
+        let dup = |n| segment(many(n).reversed(), 1, Some(1), ACK, 0);
+        s.handle_packet(t0, PortId(1), dup(50_000));
+        assert_eq!(drain(&mut s, t0), vec![seen(&dup(50_000))]);
+        let new_ack = |n| segment(many(n).reversed(), 1, Some(1001), ACK, 0);
+        s.handle_packet(t0, PortId(1), new_ack(7));
+        assert_eq!(drain(&mut s, t0), vec![seen(&new_ack(7))]);
+        assert_eq!(s.cached_segments(), 999);
+        // Two minutes without a packet: every flow is forgotten before the next one counts.
+        let later = t0 + Duration::from_secs(120);
+        s.handle_packet(later, PortId(0), segment(many(100_000), 1, None, ACK, 10));
+        assert_eq!(s.flow_count(), 1);
+        assert_eq!(s.stats().flows_idle_expired, 1000);
+        assert_eq!(s.stats().flows_refused, 99_000);
+        assert_eq!(s.poll_timeout(), Some(later + Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn config_refuses_an_empty_flow_table_and_a_zero_idle_timeout() {
+        let ok = SnoopConfig::default();
+        assert_eq!(ok.validate(), Ok(()));
+        let no_flows = SnoopConfig {
+            max_flows: 0,
+            ..ok.clone()
+        };
+        assert!(no_flows
+            .validate()
+            .is_err_and(|m| m.starts_with("max_flows")));
+        let no_idle = SnoopConfig {
+            idle_timeout: Duration::ZERO,
+            ..ok
+        };
+        assert!(no_idle
+            .validate()
+            .is_err_and(|m| m.starts_with("idle_timeout")));
+    }
+
+    /// A flow is forgotten once the sender's FIN is acknowledged, and not before.
+    #[test]
+    fn acknowledged_fin_forgets_the_flow() {
+        let mut s = Snoop::new(SnoopConfig::default());
+        let t0 = Instant::ZERO;
+        let k = many(3);
+        s.handle_packet(t0, PortId(0), segment(k, 1, Some(1), ACK, 1000));
+        s.handle_packet(t0, PortId(0), segment(k, 1001, Some(1), TcpFlags::FIN, 0));
+        // The data is acknowledged, the FIN (sequence number 1001) not yet.
+        s.handle_packet(t0, PortId(1), segment(k.reversed(), 1, Some(1001), ACK, 0));
+        assert_eq!((s.flow_count(), s.cached_segments()), (1, 0));
+        assert_eq!(s.poll_timeout(), None);
+        s.handle_packet(t0, PortId(1), segment(k.reversed(), 1, Some(1002), ACK, 0));
+        assert_eq!(s.flow_count(), 0);
+        assert_eq!(drain(&mut s, t0).len(), 4);
+        // RST forgets too.
+        s.handle_packet(t0, PortId(0), segment(k, 1, Some(1), ACK, 1000));
+        assert_eq!(s.flow_count(), 1);
+        s.handle_packet(
+            t0,
+            PortId(1),
+            segment(k.reversed(), 1, None, TcpFlags::RST, 0),
+        );
+        assert_eq!((s.flow_count(), s.poll_timeout()), (0, None));
+    }
 
     fn hops() -> [Hop; 4] {
         let r = |bps| Some(Bitrate::from_bps(bps));

@@ -18,13 +18,14 @@
 //! authenticated: a packet forged with a compactor's source address is accepted, and the bound
 //! is what limits what it can make the hub send.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
 
 use super::spacing::Spacer;
 use super::trailer::{self, Trailer, TunnelError};
+use crate::flow::{FlowId, FlowKey, FlowTable};
 use crate::node::{Node, Packet, PortId, Transmit};
 use crate::time::Instant;
 use crate::wire::{parse_ipv4_tcp, SeqNumber, TcpFlags, TcpIpv4View};
@@ -207,43 +208,87 @@ enum Spacing {
     PerFlow {
         n: u32,
         limit: usize,
-        flows: BTreeMap<FlowKey, Spacer>,
+        /// One spacer per ACK flow; its deadline is the spacer's timer.
+        flows: FlowTable<Spacer>,
+        /// Spacers that can release an ACK now, in the order ACKs leave when several can:
+        /// (source, destination, source port, destination port).
+        ready: BTreeSet<(ReleaseOrder, FlowId)>,
+        /// Flows due in the current `handle_timeout` (kept to reuse its allocation).
+        due: Vec<FlowId>,
     },
 }
 
-/// IPv4 addresses and TCP ports of an ACK.
-type FlowKey = (u32, u32, u16, u16);
+/// IPv4 addresses, then TCP ports, of an ACK: the order spacers release in when several can.
+type ReleaseOrder = (Ipv4Addr, Ipv4Addr, u16, u16);
+
+fn release_order(k: FlowKey) -> ReleaseOrder {
+    (k.src, k.dst, k.src_port, k.dst_port)
+}
+
+/// The spacing flow of an ACK (all unparseable packets share one, as before).
+fn spacing_key(pkt: &Packet) -> FlowKey {
+    let none = Ipv4Addr::UNSPECIFIED;
+    TcpIpv4View::new_checked(pkt.header()).map_or(FlowKey::new(none, 0, none, 0), |v| {
+        FlowKey::new(v.src_addr(), v.src_port(), v.dst_addr(), v.dst_port())
+    })
+}
 
 /// Per-flow spacers kept at once; past this, idle ones are forgotten, and when none is idle a
 /// new flow's ACKs are forwarded unspaced.
 const MAX_SPACED_FLOWS: usize = 4096;
 
 impl Spacing {
-    /// The spacer for `pkt`'s flow; `None` when it would be a new flow and all
-    /// [`MAX_SPACED_FLOWS`] spacers hold ACKs.
-    fn for_packet(&mut self, pkt: &Packet) -> Option<&mut Spacer> {
+    /// Make sure flow `key` has a spacer (creating one); false when it would be a new flow
+    /// and all [`MAX_SPACED_FLOWS`] spacers hold ACKs.
+    fn admit(&mut self, now: Instant, key: FlowKey) -> bool {
+        let Self::PerFlow {
+            n, limit, flows, ..
+        } = self
+        else {
+            return true;
+        };
+        if flows.id(&key).is_some() {
+            return true;
+        }
+        if flows.is_full() {
+            // Forget idle spacers (nothing queued: no timer, not ready).
+            flows.retain(|_, s| !s.is_empty());
+        }
+        let spacer = Spacer::new(*n).with_queue_limit(*limit);
+        flows.insert(now, key, spacer).is_ok()
+    }
+
+    /// Apply `f` to the spacer of flow `key`, then re-index it; `None` (and `f` not called)
+    /// when the flow was not admitted.
+    fn with_spacer<T>(&mut self, key: FlowKey, f: impl FnOnce(&mut Spacer) -> T) -> Option<T> {
         match self {
-            Self::Shared(s) => Some(s),
-            Self::PerFlow { n, limit, flows } => {
-                let key = TcpIpv4View::new_checked(pkt.header()).map_or((0, 0, 0, 0), |v| {
-                    (
-                        u32::from(v.src_addr()),
-                        u32::from(v.dst_addr()),
-                        v.src_port(),
-                        v.dst_port(),
-                    )
-                });
-                if flows.len() >= MAX_SPACED_FLOWS && !flows.contains_key(&key) {
-                    flows.retain(|_, s| !s.is_empty());
-                    if flows.len() >= MAX_SPACED_FLOWS {
-                        return None;
-                    }
+            Self::Shared(s) => Some(f(s)),
+            Self::PerFlow { flows, ready, .. } => {
+                let id = flows.id(&key)?;
+                let was_ready = flows[id].is_ready();
+                let out = f(&mut flows[id]);
+                Self::reindex(flows, ready, id, was_ready);
+                Some(out)
+            }
+        }
+    }
+
+    /// After spacer `id` changed: its deadline and its place among the ready ones.
+    fn reindex(
+        flows: &mut FlowTable<Spacer>,
+        ready: &mut BTreeSet<(ReleaseOrder, FlowId)>,
+        id: FlowId,
+        was_ready: bool,
+    ) {
+        let (is_ready, at) = (flows[id].is_ready(), flows[id].poll_timeout());
+        flows.set_deadline(id, at);
+        if was_ready != is_ready {
+            if let Some(k) = flows.key(id) {
+                if is_ready {
+                    ready.insert((release_order(k), id));
+                } else {
+                    ready.remove(&(release_order(k), id));
                 }
-                Some(
-                    flows
-                        .entry(key)
-                        .or_insert_with(|| Spacer::new(*n).with_queue_limit(*limit)),
-                )
             }
         }
     }
@@ -259,21 +304,38 @@ impl Spacing {
     fn handle_timeout(&mut self, now: Instant) {
         match self {
             Self::Shared(s) => s.handle_timeout(now),
-            Self::PerFlow { flows, .. } => flows.values_mut().for_each(|s| s.handle_timeout(now)),
+            Self::PerFlow {
+                flows, ready, due, ..
+            } => {
+                // A spacer's timeout only adds tokens: the order among due spacers is invisible.
+                flows.take_due(now, due);
+                for &id in due.iter() {
+                    let was_ready = flows[id].is_ready();
+                    flows[id].handle_timeout(now);
+                    Self::reindex(flows, ready, id, was_ready);
+                }
+                due.clear();
+            }
         }
     }
 
     fn poll_release(&mut self, now: Instant) -> Option<Packet> {
         match self {
             Self::Shared(s) => s.poll_release(now),
-            Self::PerFlow { flows, .. } => flows.values_mut().find_map(|s| s.poll_release(now)),
+            Self::PerFlow { flows, ready, .. } => {
+                // The first ready spacer in release order, as a scan over all of them found.
+                let &(_, id) = ready.first()?;
+                let pkt = flows[id].poll_release(now);
+                Self::reindex(flows, ready, id, true);
+                pkt
+            }
         }
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
         match self {
             Self::Shared(s) => s.poll_timeout(),
-            Self::PerFlow { flows, .. } => flows.values().filter_map(Spacer::poll_timeout).min(),
+            Self::PerFlow { flows, .. } => flows.poll_timeout(),
         }
     }
 }
@@ -289,7 +351,9 @@ impl AckExpander {
                 true => Spacing::PerFlow {
                     n: config.spacing_tokens,
                     limit: config.spacing_queue_limit,
-                    flows: BTreeMap::new(),
+                    flows: FlowTable::new(MAX_SPACED_FLOWS, None),
+                    ready: BTreeSet::new(),
+                    due: Vec::new(),
                 },
             }),
             config: config.clone(),
@@ -320,7 +384,7 @@ impl AckExpander {
     pub fn spacing_queue_len(&self) -> usize {
         match &self.spacing {
             Some(Spacing::Shared(s)) => s.len(),
-            Some(Spacing::PerFlow { flows, .. }) => flows.values().map(Spacer::len).sum(),
+            Some(Spacing::PerFlow { flows, .. }) => flows.iter().map(|(_, s)| s.len()).sum(),
             None => 0,
         }
     }
@@ -391,23 +455,22 @@ impl AckExpander {
 
     /// A normal ACK into its flow's spacer (true), or out unspaced when no spacer can be had.
     fn space_normal(&mut self, now: Instant, pkt: Packet) -> bool {
-        match self.spacing.as_mut().map(|s| s.for_packet(&pkt)) {
-            Some(Some(sp)) => {
-                let before = sp.dropped();
-                sp.handle_normal(now, pkt);
-                self.stats.spacing_queue_drops += sp.dropped() - before;
-                true
-            }
-            Some(None) => {
-                self.stats.spacing_flows_refused += 1;
-                self.out.push_back(pkt);
-                false
-            }
-            None => {
-                self.out.push_back(pkt);
-                false
-            }
+        let Some(spacing) = self.spacing.as_mut() else {
+            self.out.push_back(pkt);
+            return false;
+        };
+        if !spacing.admit(now, spacing_key(&pkt)) {
+            self.stats.spacing_flows_refused += 1;
+            self.out.push_back(pkt);
+            return false;
         }
+        let drops = spacing.with_spacer(spacing_key(&pkt), |sp| {
+            let before = sp.dropped();
+            sp.handle_normal(now, pkt);
+            sp.dropped() - before
+        });
+        self.stats.spacing_queue_drops += drops.unwrap_or(0);
+        true
     }
 
     fn is_return_ack(&self, port: PortId, pkt: &Packet) -> bool {
@@ -459,17 +522,20 @@ impl Node for AckExpander {
                 }
                 let spaced_port = self.config.return_port.is_none_or(|p| p == port.0);
                 match self.spacing.as_mut() {
-                    Some(s) if x.is_compacted() => match s.for_packet(&acks[0]) {
-                        Some(sp) => {
-                            let before = sp.dropped();
-                            sp.handle_compacted(now, acks);
-                            self.stats.spacing_queue_drops += sp.dropped() - before;
-                        }
-                        None => {
+                    Some(s) if x.is_compacted() => {
+                        let key = spacing_key(&acks[0]);
+                        if s.admit(now, key) {
+                            let drops = s.with_spacer(key, |sp| {
+                                let before = sp.dropped();
+                                sp.handle_compacted(now, acks);
+                                sp.dropped() - before
+                            });
+                            self.stats.spacing_queue_drops += drops.unwrap_or(0);
+                        } else {
                             self.stats.spacing_flows_refused += acks.len() as u64;
                             self.out.extend(acks);
                         }
-                    },
+                    }
                     // A tunnelled normal ACK: spaced like one that came plain.
                     Some(_) if spaced_port => {
                         for a in acks {

@@ -25,15 +25,19 @@
 //!   busy flow uses its budget between two of its turns on a shared slow link (measured: three
 //!   flows at 9.6 kb/s then ran at 0.54 Mb/s with compaction, a queue of ~700 ACKs and RTOs;
 //!   docs/reproductions/samaraweera.md).
-//! - The flow table holds at most [`MAX_FLOWS`] entries; past that, flows with nothing queued are
-//!   forgotten (their next ACK is then treated as their first: never removed).
+//! - The flow table (a [`FlowTable`]) holds at most [`MAX_FLOWS`] entries; past that, flows with
+//!   nothing queued are forgotten (their next ACK is then treated as their first: never
+//!   removed), and when every flow has ACKs queued a new flow is not remembered at all: each of
+//!   its ACKs is treated as a first one, queued and never removed (counted by
+//!   [`AckQueue::flows_refused`]).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
 
 use super::trailer;
+use crate::flow::{FlowKey, FlowTable};
 use crate::link::{QueueDisc, QueuedPacket};
 use crate::node::Packet;
 use crate::time::Instant;
@@ -117,14 +121,14 @@ pub struct AckQueue {
     limit_bytes: Option<u64>,
     entries: VecDeque<Held>,
     bytes: u64,
-    flows: BTreeMap<FlowKey, FlowState>,
+    /// Boxed: the table is larger than the rest of the queue, and `AnyQueue` holds this inline.
+    flows: Box<FlowTable<FlowState>>,
     /// IPv4 identification of the next tunnel header.
     tunnel_ident: u16,
     stats: AckQueueStats,
 }
 
 /// Addresses and ports, as `u32`/`u16` for a cheap `Ord`.
-type FlowKey = (u32, u32, u16, u16);
 
 #[derive(Clone, Copy, Debug)]
 struct AckInfo {
@@ -170,7 +174,7 @@ impl AckQueue {
             limit_bytes,
             entries: VecDeque::new(),
             bytes: 0,
-            flows: BTreeMap::new(),
+            flows: Box::new(FlowTable::new(MAX_FLOWS, None)),
             tunnel_ident: 0,
             stats: AckQueueStats::default(),
         }
@@ -179,6 +183,11 @@ impl AckQueue {
     /// Counters.
     pub fn stats(&self) -> AckQueueStats {
         self.stats
+    }
+
+    /// New flows not remembered because all `MAX_FLOWS` (4 096) had ACKs queued.
+    pub fn flows_refused(&self) -> u64 {
+        self.flows.stats().table_full
     }
 
     /// The discipline.
@@ -194,16 +203,24 @@ impl AckQueue {
     fn classify(&mut self, pkt: &Packet) -> Option<AckInfo> {
         let view = TcpIpv4View::new_checked(pkt.header()).ok()?;
         let ack = view.ack_number()?;
-        let flow = (
-            u32::from(view.src_addr()),
-            u32::from(view.dst_addr()),
+        let flow = FlowKey::new(
+            view.src_addr(),
             view.src_port(),
+            view.dst_addr(),
             view.dst_port(),
         );
-        if self.flows.len() >= MAX_FLOWS && !self.flows.contains_key(&flow) {
+        if self.flows.is_full() && self.flows.id(&flow).is_none() {
             self.flows.retain(|_, f| f.queued > 0);
         }
-        let state = self.flows.entry(flow).or_default();
+        // No clock here: the table's idle expiry is off, so the instant is never read.
+        let mut untracked = FlowState::default();
+        let state = match self.flows.id(&flow) {
+            Some(id) => &mut self.flows[id],
+            None => match self.flows.insert(Instant::ZERO, flow, FlowState::default()) {
+                Ok(id) => &mut self.flows[id],
+                Err(_) => &mut untracked,
+            },
+        };
         let prev_ack = state.highest_ack;
         let is_dup = prev_ack.is_some_and(|p| ack <= p);
         state.highest_ack = Some(prev_ack.map_or(ack, |p| p.max(ack)));

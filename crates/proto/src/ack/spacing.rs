@@ -144,6 +144,12 @@ impl Spacer {
         self.queue.len()
     }
 
+    /// Whether [`poll_release`](Self::poll_release) would hand out an ACK now (a token and a
+    /// queued ACK): what a driver of many spacers keeps an index of.
+    pub fn is_ready(&self) -> bool {
+        self.tokens > 0 && !self.queue.is_empty()
+    }
+
     /// True when nothing waits.
     pub fn is_empty(&self) -> bool {
         self.queue.is_empty()

@@ -20,15 +20,20 @@
 //!   the worst case of all split flows (2 × `buffer_per_conn` each). Beyond that connections
 //!   pass through unsplit (end to end, counted in `unsplit_over_limit`), which never breaks
 //!   them and keeps the bound strict.
+//! - **Flow table**: a [`FlowTable`] whose capacity is what `buffer_total` covers
+//!   (`buffer_total / (2 × buffer_per_conn)`), so the refusal above is the table's; no idle
+//!   expiry, since each half's own timers (retransmission, connect timeout) end a dead
+//!   connection. Timers of due flows only are run, and the buffer gauges are kept by
+//!   difference, so no call scans every flow.
 //! - **Transparency**: the halves use the end hosts' addresses, so neither host can tell; the
 //!   router must be on both directions' path (the scenario's routes ensure it).
 
-use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
 
 use super::split_flow::{Side, SplitFlow};
+use crate::flow::{FlowId, FlowKey, FlowTable};
 use crate::tcp::{TcpConfig, TcpEndpoint};
 use crate::time::{Duration, Instant};
 use crate::units::ByteSize;
@@ -129,15 +134,24 @@ pub struct SplitFlowInfo {
     pub connect_snd_wnd: u64,
 }
 
-/// Key of a split connection: (opener, listener).
-type FlowKey = ((Ipv4Addr, u16), (Ipv4Addr, u16));
+/// A split connection and the bytes it held when last accounted.
+#[derive(Clone, Debug)]
+struct Relayed {
+    flow: SplitFlow,
+    /// Its share of `SplitRelay::buffered`: both directions, bytes.
+    counted: u64,
+}
 
 /// The split-TCP relay middlebox.
 #[derive(Clone, Debug)]
 pub struct SplitRelay {
     config: SplitConfig,
-    /// Ordered, so that timers run in the same order on every run.
-    flows: BTreeMap<FlowKey, SplitFlow>,
+    /// Keyed by (opener, listener). Timers of flows due together run in key order.
+    flows: FlowTable<Relayed>,
+    /// Bytes held by all flows, as last accounted (the `buffer_bytes` gauge, kept by difference).
+    buffered: u64,
+    /// Flows due in the current `handle_timeout` (kept to reuse its allocation).
+    due: Vec<FlowId>,
     out: Vec<Packet>,
     sent: usize,
     next_id: u64,
@@ -151,9 +165,13 @@ pub(crate) const ID_BASE: u64 = 1 << 60;
 impl SplitRelay {
     /// A relay with no connections.
     pub fn new(config: SplitConfig) -> Self {
+        let per_flow = 2 * config.buffer_per_conn.bytes();
+        let capacity = config.buffer_total.bytes().checked_div(per_flow);
         Self {
+            flows: FlowTable::new(capacity.map_or(usize::MAX, |c| c as usize), None),
+            buffered: 0,
+            due: Vec::new(),
             config,
-            flows: BTreeMap::new(),
             out: Vec::new(),
             sent: 0,
             next_id: ID_BASE,
@@ -167,9 +185,15 @@ impl SplitRelay {
         self.stats
     }
 
+    /// Counters of the flow table, among them the entries timeouts visited.
+    pub fn flow_table_stats(&self) -> crate::flow::FlowTableStats {
+        self.flows.stats()
+    }
+
     /// The split connections now open.
     pub fn flows(&self) -> impl Iterator<Item = SplitFlowInfo> + '_ {
-        self.flows.values().map(|f| {
+        self.flows.iter_sorted().map(|(_, r)| {
+            let f = &r.flow;
             let (opener, listener) = f.ends();
             let c = &f.connect.ep;
             SplitFlowInfo {
@@ -189,11 +213,10 @@ impl SplitRelay {
     pub fn connect_senders(
         &self,
     ) -> impl Iterator<Item = ((Ipv4Addr, u16), (Ipv4Addr, u16), &TcpEndpoint)> + '_ {
-        self.flows.iter().map(|(&(o, l), f)| (o, l, &f.connect.ep))
-    }
-
-    fn committed(&self) -> u64 {
-        self.flows.len() as u64 * 2 * self.config.buffer_per_conn.bytes()
+        self.flows.iter_sorted().map(|(k, r)| {
+            let (o, l) = ((k.src, k.src_port), (k.dst, k.dst_port));
+            (o, l, &r.flow.connect.ep)
+        })
     }
 
     fn open(
@@ -203,15 +226,14 @@ impl SplitRelay {
         syn: &crate::wire::TcpRepr,
         real_bytes: bool,
         syn_payload: Option<&[u8]>,
-    ) -> bool {
-        if !self.config.ports.is_empty() && !self.config.ports.contains(&key.1 .1) {
-            return false;
+    ) -> Option<FlowId> {
+        if !self.config.ports.is_empty() && !self.config.ports.contains(&key.dst_port) {
+            return None;
         }
-        if self.committed() + 2 * self.config.buffer_per_conn.bytes()
-            > self.config.buffer_total.bytes()
-        {
+        // Full table: `buffer_total` cannot cover another 2 × `buffer_per_conn`.
+        if self.flows.is_full() {
             self.stats.unsplit_over_limit += 1;
-            return false;
+            return None;
         }
         let per_conn = self.config.buffer_per_conn;
         let mut ca = self.config.tcp_accept.clone();
@@ -221,37 +243,49 @@ impl SplitRelay {
         // Distinct initial sequence numbers per half and flow (RFC 9293 §3.4.1 wants them
         // unpredictable; a deterministic simulator wants them reproducible).
         self.iss = self.iss.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-        let accept = TcpEndpoint::new(ca, key.1, key.0, self.iss);
-        let connect = TcpEndpoint::new(cc, key.0, key.1, self.iss.rotate_left(16));
+        let (opener, listener) = ((key.src, key.src_port), (key.dst, key.dst_port));
+        let accept = TcpEndpoint::new(ca, listener, opener, self.iss);
+        let connect = TcpEndpoint::new(cc, opener, listener, self.iss.rotate_left(16));
         let deadline = now + self.config.connect_timeout;
         let flow = SplitFlow::new(now, syn, accept, connect, deadline, real_bytes, syn_payload);
-        self.flows.insert(key, flow);
+        let id = self
+            .flows
+            .insert(now, key, Relayed { flow, counted: 0 })
+            .ok()?;
         self.stats.flows_split += 1;
-        true
+        Some(id)
     }
 
-    fn after(&mut self, key: FlowKey) {
-        let Some(f) = self.flows.get(&key) else {
-            return;
-        };
+    /// Forget flow `id` if it has finished.
+    fn after(&mut self, id: FlowId) {
+        let f = &self.flows[id].flow;
         if f.is_finished() {
             if f.aborted {
                 self.stats.flows_aborted += 1;
             }
-            self.flows.remove(&key);
+            if let Some((_, r)) = self.flows.remove(id) {
+                self.buffered -= r.counted;
+            }
         }
     }
 
-    fn update_buffer_stats(&mut self) {
-        let mut total = 0;
-        for f in self.flows.values_mut() {
-            self.stats.unsendable += std::mem::take(&mut f.unsendable);
-            let b = f.buffered();
-            self.stats.max_flow_buffer_bytes = self.stats.max_flow_buffer_bytes.max(b[0]).max(b[1]);
-            total += b[0] + b[1];
-        }
-        self.stats.buffer_bytes = total;
-        self.stats.max_buffer_bytes = self.stats.max_buffer_bytes.max(total);
+    /// After flow `id` was handled: its counters and buffer into the totals, its next deadline
+    /// into the index.
+    fn account(&mut self, id: FlowId) {
+        let r = &mut self.flows[id];
+        self.stats.unsendable += std::mem::take(&mut r.flow.unsendable);
+        let b = r.flow.buffered();
+        self.stats.max_flow_buffer_bytes = self.stats.max_flow_buffer_bytes.max(b[0]).max(b[1]);
+        self.buffered = self.buffered - r.counted + b[0] + b[1];
+        r.counted = b[0] + b[1];
+        let at = r.flow.poll_timeout();
+        self.flows.set_deadline(id, at);
+    }
+
+    /// The buffer gauges as of now (after the flows handled by this input were accounted).
+    fn publish_buffer_stats(&mut self) {
+        self.stats.buffer_bytes = self.buffered;
+        self.stats.max_buffer_bytes = self.stats.max_buffer_bytes.max(self.buffered);
     }
 }
 
@@ -274,22 +308,21 @@ impl Node for SplitRelay {
             }
             p => p,
         };
-        let (src, dst) = ((ip.src, seg.src_port), (ip.dst, seg.dst_port));
-        let (key, side) = if self.flows.contains_key(&(src, dst)) {
-            ((src, dst), Side::Accept)
-        } else if self.flows.contains_key(&(dst, src)) {
-            ((dst, src), Side::Connect)
-        } else if seg.flags.contains(TcpFlags::SYN)
-            && seg.ack.is_none()
-            && self.open(now, (src, dst), &seg, pkt.has_real_payload(), payload)
+        let key = FlowKey::of(&ip, &seg);
+        let (id, side) = if let Some(id) = self.flows.id(&key) {
+            (id, Side::Accept)
+        } else if let Some(id) = self.flows.id(&key.reversed()) {
+            (id, Side::Connect)
+        } else if let Some(id) = (seg.flags.contains(TcpFlags::SYN) && seg.ack.is_none())
+            .then(|| self.open(now, key, &seg, pkt.has_real_payload(), payload))
+            .flatten()
         {
             // The SYN went to the new accept half in `open`.
             let mut out = std::mem::take(&mut self.out);
-            if let Some(f) = self.flows.get_mut(&(src, dst)) {
-                f.handle_timeout(now, &mut out);
-            }
+            self.flows[id].flow.handle_timeout(now, &mut out);
             self.out = out;
-            self.update_buffer_stats();
+            self.account(id);
+            self.publish_buffer_stats();
             return;
         } else {
             self.stats.passed_through += 1;
@@ -297,32 +330,30 @@ impl Node for SplitRelay {
             return;
         };
         let mut out = std::mem::take(&mut self.out);
-        if let Some(f) = self.flows.get_mut(&key) {
-            f.handle_segment(now, side, &seg, payload, &mut out);
-        }
+        self.flows[id]
+            .flow
+            .handle_segment(now, side, &seg, payload, &mut out);
         self.out = out;
-        self.update_buffer_stats();
-        self.after(key);
+        self.account(id);
+        self.publish_buffer_stats();
+        self.after(id);
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        let due: Vec<FlowKey> = self
-            .flows
-            .iter()
-            .filter(|(_, f)| f.poll_timeout().is_some_and(|t| t <= now))
-            .map(|(k, _)| *k)
-            .collect();
+        let mut due = std::mem::take(&mut self.due);
+        self.flows.take_due(now, &mut due);
         let mut out = std::mem::take(&mut self.out);
-        for key in &due {
-            if let Some(f) = self.flows.get_mut(key) {
-                f.handle_timeout(now, &mut out);
-            }
+        for &id in &due {
+            self.flows[id].flow.handle_timeout(now, &mut out);
+            self.account(id);
         }
         self.out = out;
-        self.update_buffer_stats();
-        for key in due {
-            self.after(key);
+        self.publish_buffer_stats();
+        for &id in &due {
+            self.after(id);
         }
+        due.clear();
+        self.due = due;
     }
 
     fn poll_transmit(&mut self, _now: Instant) -> Option<Transmit> {
@@ -344,9 +375,6 @@ impl Node for SplitRelay {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.flows
-            .values()
-            .filter_map(SplitFlow::poll_timeout)
-            .min()
+        self.flows.poll_timeout()
     }
 }

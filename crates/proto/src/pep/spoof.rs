@@ -29,11 +29,12 @@
 //! - The hybrid host's pure ACKs of spoofed data are consumed; every other segment (its data,
 //!   its FIN, RSTs, the Internet host's ACKs) passes through unchanged.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::flow::{FlowId, FlowKey, FlowTable};
 use crate::tcp::RttEstimator;
 use crate::time::{Duration, Instant};
 use crate::units::ByteSize;
@@ -183,14 +184,28 @@ impl Ccb {
     }
 }
 
-/// Key, as in the paper: (hybrid host, Internet host).
-type Key = ((Ipv4Addr, u16), (Ipv4Addr, u16));
+impl Ccb {
+    /// When `handle_timeout` must next look at this CCB.
+    fn next_deadline(&self) -> Option<Instant> {
+        [self.rtx_at, self.persist_at, Some(self.idle_at)]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+}
+
+/// Key, as in the paper: (hybrid host, Internet host), i.e. the hybrid host's direction.
+type Key = FlowKey;
 
 /// The spoofing gateway.
 #[derive(Clone, Debug)]
 pub struct SpoofGateway {
     config: SpoofConfig,
-    ccbs: BTreeMap<Key, Ccb>,
+    /// At most `max_ccbs`; the deadline is the earliest of a CCB's timers (retransmission,
+    /// persist, idle). The CCB's own idle timer frees it, so the table's idle expiry is off.
+    ccbs: FlowTable<Ccb>,
+    /// Flows due in the current `handle_timeout` (kept to reuse its allocation).
+    due: Vec<FlowId>,
     out: VecDeque<Packet>,
     stats: SpoofStats,
 }
@@ -199,8 +214,9 @@ impl SpoofGateway {
     /// A gateway with no CCBs.
     pub fn new(config: SpoofConfig) -> Self {
         Self {
+            ccbs: FlowTable::new(config.max_ccbs as usize, None),
             config,
-            ccbs: BTreeMap::new(),
+            due: Vec::new(),
             out: VecDeque::new(),
             stats: SpoofStats::default(),
         }
@@ -216,23 +232,30 @@ impl SpoofGateway {
         self.ccbs.len()
     }
 
+    /// Counters of the CCB table, among them the entries timeouts visited.
+    pub fn flow_table_stats(&self) -> crate::flow::FlowTableStats {
+        self.ccbs.stats()
+    }
+
     /// State of the CCB for (hybrid host, Internet host), if any.
     pub fn ccb_state(
         &self,
         hybrid: (Ipv4Addr, u16),
         internet: (Ipv4Addr, u16),
     ) -> Option<CcbState> {
-        self.ccbs.get(&(hybrid, internet)).map(|c| c.state)
+        let key = FlowKey::new(hybrid.0, hybrid.1, internet.0, internet.1);
+        self.ccbs.get(&key).map(|c| c.state)
     }
 
     /// Window the hybrid host last advertised on this connection, bytes.
     pub fn host_window(&self, hybrid: (Ipv4Addr, u16), internet: (Ipv4Addr, u16)) -> Option<u64> {
-        self.ccbs.get(&(hybrid, internet)).map(|c| c.host_wnd)
+        let key = FlowKey::new(hybrid.0, hybrid.1, internet.0, internet.1);
+        self.ccbs.get(&key).map(|c| c.host_wnd)
     }
 
     /// Bytes queued in the gateway, all connections.
     pub fn buffered_bytes(&self) -> u64 {
-        self.ccbs.values().map(|c| c.queued_bytes).sum()
+        self.ccbs.iter().map(|(_, c)| c.queued_bytes).sum()
     }
 
     fn new_ccb(&self, now: Instant) -> Ccb {
@@ -264,11 +287,8 @@ impl SpoofGateway {
     }
 
     fn segment(key: &Key, from_host: bool, seg: &TcpRepr) -> Packet {
-        let (src, dst) = if from_host {
-            (key.0, key.1)
-        } else {
-            (key.1, key.0)
-        };
+        let key = if from_host { *key } else { key.reversed() };
+        let (src, dst) = ((key.src, key.src_port), (key.dst, key.dst_port));
         let ip = Ipv4Repr::tcp(src.0, dst.0, 0);
         let seg = TcpRepr {
             src_port: src.1,
@@ -332,20 +352,18 @@ impl SpoofGateway {
 
     fn on_internet_segment(&mut self, now: Instant, key: Key, seg: &TcpRepr, pkt: Packet) {
         let syn = seg.flags.contains(TcpFlags::SYN);
-        if !self.ccbs.contains_key(&key) {
-            let wanted = self.config.ports.is_empty()
-                || (self.config.ports.contains(&key.0 .1) || self.config.ports.contains(&key.1 .1));
+        if self.ccbs.id(&key).is_none() {
+            let wanted = self.wanted(&key);
             if !(syn && seg.ack.is_none() && wanted) {
                 self.out.push_back(pkt);
                 return;
             }
-            if self.ccbs.len() >= self.config.max_ccbs as usize {
+            let c = self.new_ccb(now);
+            if self.ccbs.insert(now, key, c).is_err() {
                 self.stats.over_limit += 1;
                 self.out.push_back(pkt);
                 return;
             }
-            let c = self.new_ccb(now);
-            self.ccbs.insert(key, c);
             self.stats.ccbs_allocated += 1;
         }
         let buffer = self.config.buffer_per_conn.bytes();
@@ -370,7 +388,7 @@ impl SpoofGateway {
             // Handshake ACK, or the Internet host's ACK of the hybrid host's data: end to end.
             if c.host_fin && c.inet_fin.is_some_and(|f| c.host_una > f) {
                 self.stats.ccbs_closed += 1;
-                self.ccbs.remove(&key);
+                self.ccbs.remove_key(&key);
             }
             self.out.push_back(pkt);
             return;
@@ -500,7 +518,7 @@ impl SpoofGateway {
         if done {
             // Both FINs seen, ours acknowledged: the Internet host's last ACK passes unspoofed.
             self.stats.ccbs_closed += 1;
-            self.ccbs.remove(&key);
+            self.ccbs.remove_key(&key);
             return;
         }
         self.try_send(now, &key);
@@ -522,9 +540,45 @@ impl SpoofGateway {
         }
     }
 
+    /// Whether the connection `key` is one to spoof (port-based selection).
+    fn wanted(&self, key: &Key) -> bool {
+        let ports = &self.config.ports;
+        ports.is_empty() || ports.contains(&key.src_port) || ports.contains(&key.dst_port)
+    }
+
+    /// One parsed segment of connection `key` (hybrid host first), from either side.
+    fn on_segment(&mut self, now: Instant, key: Key, from_inet: bool, seg: &TcpRepr, pkt: Packet) {
+        if seg.flags.contains(TcpFlags::RST) {
+            if self.ccbs.remove_key(&key).is_some() {
+                self.stats.ccbs_reset += 1;
+            }
+            self.out.push_back(pkt);
+            return;
+        }
+        if from_inet {
+            self.on_internet_segment(now, key, seg, pkt);
+        } else if seg.flags.contains(TcpFlags::SYN)
+            && seg.ack.is_none()
+            && self.ccbs.id(&key).is_none()
+        {
+            // The hybrid host opens: allocate like for the other direction.
+            let wanted = self.wanted(&key);
+            let c = self.new_ccb(now);
+            if wanted && self.ccbs.insert(now, key, c).is_ok() {
+                self.stats.ccbs_allocated += 1;
+                self.on_host_segment(now, key, seg, pkt);
+            } else {
+                self.stats.over_limit += u64::from(wanted);
+                self.out.push_back(pkt);
+            }
+        } else {
+            self.on_host_segment(now, key, seg, pkt);
+        }
+    }
+
     /// Retry limit exceeded: RST to both ends, free the CCB.
     fn abort(&mut self, key: &Key) {
-        let Some(c) = self.ccbs.remove(key) else {
+        let Some(c) = self.ccbs.remove_key(key) else {
             return;
         };
         self.stats.aborts += 1;
@@ -551,48 +605,27 @@ impl Node for SpoofGateway {
             self.out.push_back(pkt);
             return;
         };
-        let src = (ip.src, seg.src_port);
-        let dst = (ip.dst, seg.dst_port);
         let from_inet = port.0 == self.config.internet_port;
-        let key = if from_inet { (dst, src) } else { (src, dst) };
-        if seg.flags.contains(TcpFlags::RST) {
-            if self.ccbs.remove(&key).is_some() {
-                self.stats.ccbs_reset += 1;
-            }
-            self.out.push_back(pkt);
-            return;
-        }
-        if from_inet {
-            self.on_internet_segment(now, key, &seg, pkt);
-        } else if seg.flags.contains(TcpFlags::SYN)
-            && seg.ack.is_none()
-            && !self.ccbs.contains_key(&key)
-        {
-            // The hybrid host opens: allocate like for the other direction.
-            let wanted = self.config.ports.is_empty()
-                || (self.config.ports.contains(&key.0 .1) || self.config.ports.contains(&key.1 .1));
-            if wanted && self.ccbs.len() < self.config.max_ccbs as usize {
-                let c = self.new_ccb(now);
-                self.ccbs.insert(key, c);
-                self.stats.ccbs_allocated += 1;
-                self.on_host_segment(now, key, &seg, pkt);
-            } else {
-                self.stats.over_limit += u64::from(wanted);
-                self.out.push_back(pkt);
-            }
-        } else {
-            self.on_host_segment(now, key, &seg, pkt);
+        let key = FlowKey::of(&ip, &seg);
+        let key = if from_inet { key.reversed() } else { key };
+        self.on_segment(now, key, from_inet, &seg, pkt);
+        // A segment changes at most its own CCB: only that one's deadline can have moved.
+        if let Some(id) = self.ccbs.id(&key) {
+            let at = self.ccbs[id].next_deadline();
+            self.ccbs.set_deadline(id, at);
         }
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        let keys: Vec<Key> = self.ccbs.keys().copied().collect();
-        for key in keys {
-            let Some(c) = self.ccbs.get_mut(&key) else {
+        let mut due = std::mem::take(&mut self.due);
+        self.ccbs.take_due(now, &mut due);
+        for &id in &due {
+            let Some(key) = self.ccbs.key(id) else {
                 continue;
             };
+            let c = &mut self.ccbs[id];
             if c.idle_at <= now && c.queue.is_empty() {
-                self.ccbs.remove(&key);
+                self.ccbs.remove(id);
                 self.stats.ccbs_idle_freed += 1;
                 continue;
             }
@@ -627,7 +660,11 @@ impl Node for SpoofGateway {
                 let wait = c.rtt.rto().saturating_mul(1 << c.persist_backoff.min(6));
                 c.persist_at = Some(now + wait.min(Duration::from_secs(60)));
             }
+            let at = c.next_deadline();
+            self.ccbs.set_deadline(id, at);
         }
+        due.clear();
+        self.due = due;
     }
 
     fn poll_transmit(&mut self, _now: Instant) -> Option<Transmit> {
@@ -638,10 +675,6 @@ impl Node for SpoofGateway {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.ccbs
-            .values()
-            .flat_map(|c| [c.rtx_at, c.persist_at, Some(c.idle_at)])
-            .flatten()
-            .min()
+        self.ccbs.poll_timeout()
     }
 }

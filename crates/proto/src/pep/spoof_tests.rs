@@ -179,3 +179,39 @@ fn zero_window_probe_resumes_the_transfer_after_a_lost_window_update() {
         net.b_rx.last().map_or(0.0, |(t, _)| t.as_secs_f64())
     );
 }
+
+/// Memory bounded by `max_ccbs`, and timeouts that visit only due CCBs: 100 000 connections
+/// opened from the Internet side.
+#[test]
+fn ccb_table_is_bounded_and_its_timeouts_visit_only_due_ccbs() {
+    use crate::flow::testing::{drain, many, seen, segment};
+    use crate::{Node, PortId};
+    let syn = |n: u32| segment(many(n), 7, None, TcpFlags::SYN, 0);
+    // Internet hosts many(n).src open connections to one hybrid host; 1 000 CCBs at most.
+    let mut g = gw(SpoofConfig {
+        max_ccbs: 1000,
+        ..SpoofConfig::default()
+    });
+    for n in 0..100_000u32 {
+        g.handle_packet(at(0.0), PortId(0), syn(n));
+        assert_eq!(drain(&mut g, at(0.0)), vec![seen(&syn(n))]);
+    }
+    assert_eq!(g.ccb_count(), 1000);
+    assert_eq!(g.stats().over_limit, 99_000);
+    // 100 000 CCBs, opened 1 µs apart: the first idle timer visits one CCB.
+    let mut g = gw(SpoofConfig {
+        max_ccbs: 100_000,
+        ..SpoofConfig::default()
+    });
+    for n in 0..100_000u32 {
+        g.handle_packet(at(f64::from(n) * 1e-6), PortId(0), syn(n));
+    }
+    drain(&mut g, at(1.0));
+    let first = at(120.0);
+    assert_eq!(g.poll_timeout(), Some(first));
+    let before = g.flow_table_stats().visited;
+    g.handle_timeout(first);
+    assert_eq!(g.flow_table_stats().visited - before, 2);
+    assert_eq!((g.ccb_count(), g.stats().ccbs_idle_freed), (99_999, 1));
+    assert_eq!(g.poll_timeout(), Some(at(120.000_001)));
+}

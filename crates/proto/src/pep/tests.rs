@@ -536,3 +536,46 @@ fn real_payload_for_a_closed_connection_passes_through_counted() {
     assert_eq!(net.m.stats().passed_through, before + 1);
     assert_eq!(net.m.flows().count(), 0);
 }
+
+/// Memory bounded by what `buffer_total` covers (here 500 connections of 2 × 2 000 bytes), and
+/// timeouts that visit only due flows: 100 000 SYNs offered.
+#[test]
+fn relay_table_is_bounded_by_buffer_total_and_timeouts_visit_only_due_flows() {
+    use crate::flow::testing::{drain, many, seen, segment};
+    let syn = |n: u32| segment(many(n), 7, None, TcpFlags::SYN, 0);
+    let mut r = SplitRelay::new(SplitConfig {
+        buffer_total: ByteSize(2_000_000),
+        ..cfg(2000)
+    });
+    let t = |n: u32| Instant::ZERO + Duration::from_micros(n.into());
+    for n in 0..100_000u32 {
+        r.handle_packet(t(n), PortId(0), syn(n));
+        let out = drain(&mut r, t(n));
+        if n >= 500 {
+            assert_eq!(out, vec![seen(&syn(n))], "refused SYN {n} passes unchanged");
+        }
+    }
+    let st = r.stats();
+    assert_eq!((st.flows_split, st.unsplit_over_limit), (500, 99_500));
+    assert_eq!(r.flows().count(), 500);
+    // The first connect half's SYN times out first; only that flow is visited.
+    let first = r.poll_timeout().expect("connect halves wait for SYN-ACKs");
+    let before = r.flow_table_stats().visited;
+    r.handle_timeout(first);
+    assert_eq!(r.flow_table_stats().visited - before, 2);
+    // Both halves of flow 0 retransmit: the SYN-ACK to the opener, the SYN to the listener.
+    let mut keys: Vec<_> = std::iter::from_fn(|| r.poll_transmit(first))
+        .map(|t| {
+            let (ip, seg) = crate::wire::parse_packet(&t.pkt).expect("parses");
+            (
+                crate::flow::FlowKey::of(&ip, &seg),
+                seg.flags.contains(TcpFlags::SYN),
+            )
+        })
+        .collect();
+    keys.sort();
+    let mut want = vec![(many(0), true), (many(0).reversed(), true)];
+    want.sort();
+    assert_eq!(keys, want);
+    assert!(r.poll_timeout().is_some_and(|t| t > first));
+}

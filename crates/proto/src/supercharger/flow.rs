@@ -106,7 +106,7 @@ pub(super) struct Flow {
     /// A FIN seen from the receiver.
     pub fin_rev: bool,
     /// When the head of the queue may leave; `None` = at the next ACK.
-    pub next_at: Option<Instant>,
+
     /// Fraction of the backlogged rate estimate the forecast uses.
     headroom: f64,
     /// The window of a receiver's SYN, until the sender answers it.
@@ -143,7 +143,6 @@ impl Flow {
             mss: 536,
             fin_fwd: false,
             fin_rev: false,
-            next_at: None,
             headroom: config.rate_headroom.clamp(0.0, 1.0),
             pending_window: 0,
             fwd_nxt_before: 1,

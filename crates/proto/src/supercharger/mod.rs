@@ -26,6 +26,11 @@
 //! windows); retransmissions of bytes already forwarded pass at once rather than in FIFO order
 //! (they use no new receiver buffer); a FIN or RST forgets the connection.
 //!
+//! Flows live in a [`FlowTable`] of `max_flows` (its refusals are `flows_refused`); a flow's
+//! deadline is the release time of its queue head, which only its own packets and releases can
+//! move, so an input re-evaluates the flow it belongs to and the flows due, not every flow. No
+//! idle expiry: FIN in both directions or a RST ends a flow, and `max_flows` bounds the rest.
+//!
 //! Window probes: a sender facing a closed *virtual* window probes with one byte at `snd_una`,
 //! which the gateway has already forwarded, so the probe passes at once like any
 //! retransmission, and the receiver acknowledges it as old data. The gateway itself never probes.
@@ -33,12 +38,13 @@
 pub mod estimator;
 mod flow;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
 
 use self::flow::{Flow, Held};
+use crate::flow::{FlowId, FlowKey, FlowTable};
 use crate::node::{Node, Packet, PortId, Transmit};
 use crate::time::{Duration, Instant};
 use crate::units::ByteSize;
@@ -166,8 +172,6 @@ pub struct FlowEstimate {
     pub receiver_max_window: u64,
 }
 
-type FlowKey = (Ipv4Addr, u16, Ipv4Addr, u16);
-
 /// The TCP-SuperCharger gateway: a [`Node`] for a router's forwarding path.
 ///
 /// - Getters: [`stats`](Self::stats), [`estimates`](Self::estimates),
@@ -179,7 +183,10 @@ type FlowKey = (Ipv4Addr, u16, Ipv4Addr, u16);
 #[derive(Debug)]
 pub struct SuperCharger {
     config: SuperChargerConfig,
-    flows: BTreeMap<FlowKey, Flow>,
+    /// Keyed by the data direction (sender → receiver).
+    flows: FlowTable<Flow>,
+    /// Flows to re-evaluate in the current input (kept to reuse its allocation).
+    due: Vec<FlowId>,
     out: VecDeque<Packet>,
     held: u64,
     stats: SuperChargerStats,
@@ -196,8 +203,9 @@ impl SuperCharger {
     /// A gateway with no connections.
     pub fn new(config: SuperChargerConfig) -> Self {
         Self {
+            flows: FlowTable::new(config.max_flows as usize, None),
+            due: Vec::new(),
             config,
-            flows: BTreeMap::new(),
             out: VecDeque::new(),
             held: 0,
             stats: SuperChargerStats::default(),
@@ -214,13 +222,23 @@ impl SuperCharger {
         self.held
     }
 
+    /// Connections managed now (at most `max_flows`).
+    pub fn flow_count(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// Counters of the flow table, among them the entries inputs and timeouts visited.
+    pub fn flow_table_stats(&self) -> crate::flow::FlowTableStats {
+        self.flows.stats()
+    }
+
     /// The estimates of every managed connection, in address order.
     pub fn estimates(&self) -> Vec<FlowEstimate> {
         self.flows
-            .iter()
-            .map(|(&(sa, sp, ra, rp), f)| FlowEstimate {
-                sender: (sa, sp),
-                receiver: (ra, rp),
+            .iter_sorted()
+            .map(|(k, f)| FlowEstimate {
+                sender: (k.src, k.src_port),
+                receiver: (k.dst, k.dst_port),
                 rtt: f.rtt().srtt(),
                 rate: f.rate().rate(),
                 held_bytes: f.queued_bytes,
@@ -236,18 +254,18 @@ impl SuperCharger {
     fn on_sender_segment(&mut self, now: Instant, tcp: &TcpRepr, key: FlowKey, pkt: Packet) {
         let syn = tcp.flags.contains(TcpFlags::SYN);
         if syn && tcp.ack.is_none() {
-            let room = self.flows.len() < self.config.max_flows as usize;
             match self.flows.get_mut(&key) {
                 // A retransmitted SYN: its RTT sample would be ambiguous (Karn).
                 Some(f) => f.syn_at = None,
-                None if room => {
+                None => {
                     let mut f = Flow::new(&self.config, tcp.seq);
                     f.sender_ws = Some(tcp.window_scale.is_some());
                     f.syn_at = Some(now);
-                    self.flows.insert(key, f);
-                    self.stats.flows_managed += 1;
+                    match self.flows.insert(now, key, f) {
+                        Ok(_) => self.stats.flows_managed += 1,
+                        Err(_) => self.stats.flows_refused += 1,
+                    }
                 }
-                None => self.stats.flows_refused += 1,
             }
             return self.pass(pkt);
         }
@@ -307,12 +325,15 @@ impl SuperCharger {
         let virtual_wscale = self.config.virtual_wscale;
         if syn && tcp.ack.is_none() {
             // The receiver opens: remember its window and scale until the sender answers.
-            if !self.flows.contains_key(&key) {
-                if self.flows.len() >= self.config.max_flows as usize {
+            if self.flows.id(&key).is_none() {
+                if self
+                    .flows
+                    .insert(now, key, Flow::new(&self.config, tcp.seq))
+                    .is_err()
+                {
                     self.stats.flows_refused += 1;
                     return self.pass(pkt);
                 }
-                self.flows.insert(key, Flow::new(&self.config, tcp.seq));
                 self.stats.flows_managed += 1;
             }
             if let Some(f) = self.flows.get_mut(&key) {
@@ -378,7 +399,7 @@ impl SuperCharger {
     }
 
     fn remove(&mut self, key: FlowKey) {
-        if let Some(f) = self.flows.remove(&key) {
+        if let Some(f) = self.flows.remove_key(&key) {
             self.held -= f.queued_bytes;
             // Whatever was held still goes out, in order: the connection's end is the
             // endpoints' business.
@@ -386,12 +407,27 @@ impl SuperCharger {
         }
     }
 
-    /// Let every head of queue whose time has come leave, and set each flow's next time.
-    fn release(&mut self, now: Instant) {
+    /// Let every head of queue whose time has come leave, and set its flow's next time: for
+    /// the flows due and the flow `touched` by this input (whose state changed), in key order.
+    /// Every other flow's next time is unchanged: it depends on that flow's state only.
+    fn release(&mut self, now: Instant, touched: Option<FlowKey>) {
+        let mut due = std::mem::take(&mut self.due);
+        self.flows.take_due(now, &mut due);
+        if let Some(id) = touched.and_then(|k| self.flows.id(&k)) {
+            if !due.contains(&id) {
+                let flows = &self.flows;
+                let at = due.partition_point(|&d| flows.key(d) < flows.key(id));
+                due.insert(at, id);
+            }
+        }
         let mut finished = Vec::new();
-        for (key, flow) in &mut self.flows {
+        for &id in &due {
+            let Some(key) = self.flows.key(id) else {
+                continue;
+            };
+            let flow = &mut self.flows[id];
             let margin = u64::from(self.config.safety_segments) * flow.mss;
-            flow.next_at = None;
+            let mut next_at = None;
             while let Some(head) = flow.queue.front() {
                 let at = if head.len == 0 {
                     Some(now)
@@ -401,7 +437,7 @@ impl SuperCharger {
                 match at {
                     Some(t) if t <= now => {}
                     other => {
-                        flow.next_at = other;
+                        next_at = other;
                         break;
                     }
                 }
@@ -415,9 +451,12 @@ impl SuperCharger {
                 self.stats.segments_released += 1;
             }
             if flow.fin_fwd && flow.fin_rev && flow.queue.is_empty() {
-                finished.push(*key);
+                finished.push(key);
             }
+            self.flows.set_deadline(id, next_at);
         }
+        due.clear();
+        self.due = due;
         for key in finished {
             self.remove(key);
         }
@@ -466,18 +505,20 @@ impl Node for SuperCharger {
             self.stats.passed_other += 1;
             return self.pass(pkt);
         };
-        if port.0 == self.config.satellite_port {
-            let key = (ip.dst, tcp.dst_port, ip.src, tcp.src_port);
+        let key = FlowKey::of(&ip, &tcp);
+        let key = if port.0 == self.config.satellite_port {
+            let key = key.reversed();
             self.on_receiver_segment(now, &tcp, key, pkt);
+            key
         } else {
-            let key = (ip.src, tcp.src_port, ip.dst, tcp.dst_port);
             self.on_sender_segment(now, &tcp, key, pkt);
-        }
-        self.release(now);
+            key
+        };
+        self.release(now, Some(key));
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        self.release(now);
+        self.release(now, None);
     }
 
     fn poll_transmit(&mut self, _now: Instant) -> Option<Transmit> {
@@ -488,7 +529,7 @@ impl Node for SuperCharger {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.flows.values().filter_map(|f| f.next_at).min()
+        self.flows.poll_timeout()
     }
 }
 

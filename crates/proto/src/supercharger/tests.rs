@@ -270,3 +270,34 @@ fn rst_forgets_the_connection_and_releases_what_was_held() {
     assert!(g.estimates().is_empty());
     assert_eq!(g.held_bytes(), 0);
 }
+
+/// Memory bounded by `max_flows` (refused connections pass unchanged, counted), and an input
+/// re-evaluates its own flow only: 100 000 connections.
+#[test]
+fn flow_table_is_bounded_and_a_packet_visits_only_its_flow() {
+    use crate::flow::testing::{drain, many, seen, segment};
+    let syn = |n: u32| segment(many(n), 7, None, TcpFlags::SYN, 0);
+    let mut g = SuperCharger::new(SuperChargerConfig {
+        max_flows: 1000,
+        ..SuperChargerConfig::default()
+    });
+    for n in 0..100_000u32 {
+        g.handle_packet(t(0), PortId(0), syn(n));
+        assert_eq!(drain(&mut g, t(0)), vec![seen(&syn(n))]);
+    }
+    assert_eq!(g.flow_count(), 1000);
+    assert_eq!(g.stats().flows_refused, 99_000);
+    let mut g = SuperCharger::new(SuperChargerConfig {
+        max_flows: 100_000,
+        ..SuperChargerConfig::default()
+    });
+    for n in 0..100_000u32 {
+        g.handle_packet(t(0), PortId(0), syn(n));
+    }
+    assert_eq!(g.flow_count(), 100_000);
+    // One more packet of one flow: one look at the deadline index, nothing else visited.
+    let before = g.flow_table_stats().visited;
+    g.handle_packet(t(1), PortId(0), segment(many(5), 7, None, TcpFlags::SYN, 0));
+    assert_eq!(g.flow_table_stats().visited - before, 1);
+    assert_eq!(g.poll_timeout(), None);
+}
