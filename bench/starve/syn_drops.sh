@@ -8,7 +8,8 @@
 #   env: SATPEP (default target/release/satpep)
 # Prints per case: SYNs sent, SYNs that crossed, the SYN drop fraction, the bottleneck's drop rate,
 # and how many of the K flows sent at least 1, 2, 3, ... SYNs (ge=...): the ratio of successive
-# counts is the chance that a flow's next SYN dies given that all its earlier ones did.
+# counts is the chance that a flow's next SYN dies given that all its earlier ones did; and the
+# instants (s) at which the flow with the most SYNs sent them (captured on its access link).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -26,11 +27,13 @@ for case in cub10 cub10-jit; do
     [ "$case" = cub10-jit ] && extra=(--set 'link.2.delay="{i*7919%1000*10}us"')
     "$satpep" sim -q "$root/scenarios/scale/dumbbell_100k.toml" "${sets[@]}" "${extra[@]}" --out "$work/$case" > /dev/null
     tshark -r "$work/$case/trace.pcapng" -Y 'tcp.flags.syn == 1 && tcp.flags.ack == 0' \
-        -T fields -e frame.interface_name 2>/dev/null |
-        awk -v c="$case" -v n="$n" -v k="$k" -v f="$first" '/^s/ {s++; per[$1]++} /^r2-/ {r++}
+        -T fields -e frame.interface_name -e frame.time_epoch 2>/dev/null |
+        awk -v c="$case" -v n="$n" -v k="$k" -v f="$first" '/^s/ {s++; per[$1]++; at[$1] = at[$1] sprintf(" %.3f", $2)} /^r2-/ {r++}
             END {for (i in per) for (j = 1; j <= per[i]; j++) ge[j]++
                  printf "S %s-%d flows=%d..%d syn_sent=%d syn_crossed=%d syn_drop=%.3f ge=", c, n, f, f+k-1, s, r, 1-r/s
-                 for (j = 1; j in ge; j++) printf "%s%d", (j > 1 ? "," : ""), ge[j]}'
+                 for (j = 1; j in ge; j++) printf "%s%d", (j > 1 ? "," : ""), ge[j]
+                 m = 0; for (i in per) if (per[i] > m || (per[i] == m && i < w)) { m = per[i]; w = i }
+                 printf " most_syns=%s:%s", w, at[w]}'
     python3 -c 'import json,sys; b=[l for l in json.load(open(sys.argv[1]))["links"] if l["name"]=="bottleneck"][0]; print(" bottleneck_drop_rate=%.3f" % (b["queue_drops"]/(b["queue_drops"]+b["delivered_packets"])))' "$work/$case/summary.json"
     rm -rf "${work:?}/$case"
 done
