@@ -81,6 +81,9 @@ to = "term"
         .scenario;
     let out_dir = dir.path().join("out");
     let mut opts = EmuOptions::new(&out_dir);
+    // The client sends from the gateway across the traced forward link to the terminal.
+    opts.server_on = Some("term".into());
+    opts.client_on = Some("gw".into());
     opts.server = Some("iperf3 -s -1".into());
     opts.client = Some("iperf3 -c {server} -u -b 60M -l 1472 -t 10 -J".into());
     opts.duration = Some(Duration::from_secs(30));
