@@ -1,6 +1,7 @@
 //! `satpep`: the command-line entry point. Thin: parses arguments and calls the layers below.
 
 mod bench;
+mod daemon_cmd;
 mod emu_cmd;
 mod model_cmd;
 mod outdir;
@@ -59,6 +60,13 @@ enum Command {
     /// (in single quotes, so that the variable is read inside the shell).
     #[command(verbatim_doc_comment)]
     Shell(shell_cmd::ShellArgs),
+    /// Run the hub-side daemon: satpep's mechanisms on live traffic in this router's
+    /// forwarding path (split TCP, spoofing, Snoop, TCP-SuperCharger, the ACK expander; needs
+    /// root). See docs/deploy.md.
+    Gateway(daemon_cmd::DaemonArgs),
+    /// Run the remote-side daemon: return-link shaping with ACK suppression, filtering or
+    /// compaction, the IP-in-IP return tunnel (needs root). See docs/deploy.md.
+    Terminal(daemon_cmd::DaemonArgs),
     /// Analytic models (no simulation), e.g. `satpep model dama` for DVB-RCS DAMA (eqs. 3–5).
     Model(model_cmd::ModelArgs),
     /// Regenerate the tables and figures of docs/reproductions (`satpep reproduce all`), or
@@ -83,6 +91,8 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Emu(args) => emu_cmd::run(args),
         Command::Shell(args) => shell_cmd::run(args),
+        Command::Gateway(args) => daemon_cmd::run(satpep_daemon::Role::Gateway, args),
+        Command::Terminal(args) => daemon_cmd::run(satpep_daemon::Role::Terminal, args),
         Command::Model(args) => model_cmd::run(args),
         Command::Reproduce(args) => reproduce_cmd::run(args),
         Command::TcpScript { files } => tcp_script(&files),

@@ -234,7 +234,7 @@ impl Engine {
 /// outer header plus the inner datagram's headers), at most [`MAX_HEADER`] and at most the
 /// packet: what the link model and the mechanisms see as the header. `None` when the bytes are
 /// not an IPv4 header.
-fn header_len(b: &[u8]) -> Option<usize> {
+pub fn header_len(b: &[u8]) -> Option<usize> {
     if b.len() < 20 || b[0] >> 4 != 4 {
         return None;
     }

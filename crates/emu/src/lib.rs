@@ -39,7 +39,7 @@ mod run;
 pub mod shell;
 pub mod status;
 #[allow(unsafe_code)]
-mod sys;
+pub mod sys;
 
 pub use report::{EmuSummary, LinkLateness, LATENESS_WARN_US};
 pub use run::{placement, run, EmuOptions, EmuOutcome, StatusMode, READ_BATCH};

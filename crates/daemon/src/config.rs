@@ -1,0 +1,409 @@
+//! The daemon's configuration file: which interfaces feed satpep, which mechanism runs, what is
+//! shaped, where metrics are served. One schema for `satpep gateway` and `satpep terminal`; the
+//! role only names the instance. docs/deploy.md has worked examples.
+//!
+//! ```toml
+//! interfaces = ["eth1", "eth0"]           # port 0: terrestrial side, port 1: satellite side
+//! middlebox = { kind = "split_tcp", ports = [80, 443] }
+//! [metrics]
+//! listen = "127.0.0.1:9464"
+//! ```
+//!
+//! `middlebox` is exactly a scenario's `middlebox = { kind = "…", … }` (every mechanism, with
+//! the same keys and validation), and a packet arriving on `interfaces[i]` reaches it on port
+//! `i`, so `satellite_port = 1` means what it means in a scenario.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use satpep_proto::link::{LinkConfig, QueueConfig};
+use satpep_proto::middlebox::MiddleboxConfig;
+use satpep_proto::time::{Bitrate, Duration};
+use serde::Deserialize;
+
+/// The longest instance name: TUN devices are named `<name>-p<port>` within Linux's 15 bytes.
+pub const MAX_NAME: usize = 10;
+/// The most interfaces one daemon takes traffic from.
+pub const MAX_INTERFACES: usize = 8;
+
+/// A whole configuration file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DaemonConfig {
+    /// Instance name: names the TUN devices (`<name>-p0`, …), the state file and the log lines.
+    /// Default: the role (`gateway`, `terminal`). Two daemons on one machine need two names
+    /// and two `routing` ranges.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Interfaces whose arriving IPv4 traffic passes through satpep, in port order.
+    pub interfaces: Vec<String>,
+    /// The mechanism, as in a scenario (`kind = "split_tcp" | "spoof" | "snoop" |
+    /// "supercharger" | "dupack_delay" | "ipip_tunnel" | "ack_expander" | "chain" |
+    /// "pass_through"`).
+    pub middlebox: MiddleboxConfig,
+    /// Shapers: traffic arriving on an interface is paced to a rate through a queue before the
+    /// middlebox sees it — a terminal's return link, so that ACKs wait here, where suppression,
+    /// filtering or compaction can act, and not in the modem.
+    #[serde(default)]
+    pub shape: Vec<ShapeConfig>,
+    /// The metrics endpoint.
+    #[serde(default)]
+    pub metrics: MetricsConfig,
+    /// Policy-routing numbers.
+    #[serde(default)]
+    pub routing: RoutingConfig,
+    /// Seed of the mechanisms' random streams (e.g. Snoop's, a shaper's error model).
+    #[serde(default)]
+    pub seed: u64,
+    /// Seconds between the log lines that summarise the counters (0: none). Default 60.
+    #[serde(default = "default_log_every")]
+    pub log_every_s: u64,
+}
+
+fn default_log_every() -> u64 {
+    60
+}
+
+/// `[[shape]]`: pace what arrives on `interface`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShapeConfig {
+    /// The interface whose arriving traffic is shaped (one of `interfaces`).
+    pub interface: String,
+    /// The rate, e.g. `"2Mbps"`: at most the return link's, so its queue stays here.
+    pub rate: Bitrate,
+    /// The queue, as a scenario link's `queue` (drop-tail, or `ack_suppression`,
+    /// `ack_filtering`, `ack_compaction` with their `ack` table).
+    #[serde(default)]
+    pub queue: QueueConfig,
+}
+
+impl ShapeConfig {
+    /// The link model that does the shaping: this rate and queue, no delay, no errors.
+    pub fn link_config(&self) -> LinkConfig {
+        let mut c = LinkConfig::default();
+        c.rate = self.rate;
+        c.delay = Duration::ZERO;
+        c.queue = self.queue.clone();
+        c
+    }
+}
+
+/// `[metrics]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Address of the Prometheus text endpoint (`GET /metrics`); none: no endpoint.
+    pub listen: Option<SocketAddr>,
+}
+
+/// `[routing]`: the numbers of the policy-routing rules and tables the daemon owns. Port `i`
+/// uses rule preference `priority + i` and table `table + i`; everything with those numbers is
+/// removed at start and at exit, so they must not be used by anything else.
+#[derive(Clone, Copy, Debug, Deserialize, Eq, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RoutingConfig {
+    /// First routing table. Default 7470.
+    pub table: u32,
+    /// First rule preference (must come after the `local` rule, 0). Default 7470.
+    pub priority: u32,
+}
+
+impl Default for RoutingConfig {
+    fn default() -> Self {
+        Self {
+            table: 7470,
+            priority: 7470,
+        }
+    }
+}
+
+/// Which end of the path a daemon serves (names the instance and the unit files).
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum Role {
+    /// `satpep gateway`: the hub side.
+    Gateway,
+    /// `satpep terminal`: the remote side.
+    Terminal,
+}
+
+impl Role {
+    /// `"gateway"` or `"terminal"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Gateway => "gateway",
+            Self::Terminal => "terminal",
+        }
+    }
+}
+
+/// A configuration that cannot be used: the file, the line when known, the key and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{}{}: {key}: {message}", file.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct ConfigError {
+    /// The file.
+    pub file: PathBuf,
+    /// 1-based line, when the key could be found.
+    pub line: Option<usize>,
+    /// Dotted key path (`middlebox.buffer_total`), or `(file)`.
+    pub key: String,
+    /// What is wrong and what is expected.
+    pub message: String,
+}
+
+impl DaemonConfig {
+    /// Read and check `path`.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: path.to_owned(),
+            line: None,
+            key: "(file)".into(),
+            message: format!("cannot read: {e}"),
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parse and check `text` (read from `file`, for messages).
+    pub fn parse(text: &str, file: &Path) -> Result<Self, ConfigError> {
+        let err = |line: Option<usize>, key: String, message: String| ConfigError {
+            file: file.to_owned(),
+            line,
+            key,
+            message,
+        };
+        let de = toml::Deserializer::parse(text)
+            .map_err(|e| err(line_at(text, e.span()), "(syntax)".into(), one_line(&e)))?;
+        let config: Self = serde_path_to_error::deserialize(de).map_err(|e| {
+            let key = e.path().to_string();
+            let inner = e.into_inner();
+            let line = line_at(text, inner.span()).or_else(|| find_key(text, &key));
+            err(line, key, one_line(&inner))
+        })?;
+        config
+            .validate()
+            .map_err(|(key, message)| err(find_key(text, &key), key, message))?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
+        if let Some(name) = &self.name {
+            if name.is_empty()
+                || name.len() > MAX_NAME
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            {
+                return Err((
+                    "name".into(),
+                    format!("`{name}`: 1 to {MAX_NAME} letters, digits, `-` or `_` (it names TUN devices)"),
+                ));
+            }
+        }
+        if self.interfaces.is_empty() || self.interfaces.len() > MAX_INTERFACES {
+            return Err((
+                "interfaces".into(),
+                format!("list 1 to {MAX_INTERFACES} interfaces (port 0 first)"),
+            ));
+        }
+        for (i, name) in self.interfaces.iter().enumerate() {
+            if name.is_empty() || name.len() > 15 || name.contains(['/', ' ', '\0']) {
+                return Err((
+                    format!("interfaces.{i}"),
+                    format!("`{name}` is not an interface name"),
+                ));
+            }
+            if self.interfaces[..i].contains(name) {
+                return Err((
+                    format!("interfaces.{i}"),
+                    format!("`{name}` is listed twice"),
+                ));
+            }
+        }
+        self.middlebox
+            .validate()
+            .map_err(|m| split_key("middlebox", &m))?;
+        for (i, s) in self.shape.iter().enumerate() {
+            if !self.interfaces.contains(&s.interface) {
+                return Err((
+                    format!("shape.{i}.interface"),
+                    format!("`{}` is not one of `interfaces`", s.interface),
+                ));
+            }
+            if self.shape[..i].iter().any(|o| o.interface == s.interface) {
+                return Err((
+                    format!("shape.{i}.interface"),
+                    format!("`{}` is shaped twice", s.interface),
+                ));
+            }
+            if s.rate.0 == 0 {
+                return Err((format!("shape.{i}.rate"), "must be above 0".into()));
+            }
+        }
+        if self.routing.priority == 0 || self.routing.table == 0 {
+            return Err((
+                "routing".into(),
+                "table and priority must be above 0 (0 is the local rule and an unspecified table)"
+                    .into(),
+            ));
+        }
+        let n = self.interfaces.len() as u32;
+        // 253–255 are the kernel's default, main and local tables.
+        if (self.routing.table..self.routing.table + n).any(|t| (253..=255).contains(&t)) {
+            return Err((
+                "routing.table".into(),
+                "the range must not include 253–255 (default, main, local)".into(),
+            ));
+        }
+        if (self.routing.priority..self.routing.priority + n).any(|p| p >= 32_766) {
+            return Err((
+                "routing.priority".into(),
+                "must come before the main rule (32766)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The instance name: `name`, or the role's.
+    pub fn instance(&self, role: Role) -> String {
+        self.name.clone().unwrap_or_else(|| role.name().to_owned())
+    }
+
+    /// The port of interface `name`.
+    pub fn port_of(&self, name: &str) -> Option<usize> {
+        self.interfaces.iter().position(|i| i == name)
+    }
+}
+
+/// A mechanism's `"key: message"` as (`prefix.key`, message).
+fn split_key(prefix: &str, m: &str) -> (String, String) {
+    match m.split_once(": ") {
+        Some((k, rest)) if !k.contains(' ') => (format!("{prefix}.{k}"), rest.to_owned()),
+        _ => (prefix.to_owned(), m.to_owned()),
+    }
+}
+
+fn one_line(e: &toml::de::Error) -> String {
+    e.message().trim().replace('\n', " ")
+}
+
+/// 1-based line of byte offset `span.start`.
+fn line_at(text: &str, span: Option<std::ops::Range<usize>>) -> Option<usize> {
+    let start = span?.start.min(text.len());
+    Some(text[..start].bytes().filter(|&b| b == b'\n').count() + 1)
+}
+
+/// The line where the last named segment of dotted `key` is written (as `seg =` or a table
+/// header), searched after the line of its first segment; a best effort for messages.
+fn find_key(text: &str, key: &str) -> Option<usize> {
+    let segs: Vec<&str> = key
+        .split('.')
+        .filter(|s| !s.is_empty() && !s.bytes().all(|b| b.is_ascii_digit()))
+        .collect();
+    let mut from = 0;
+    let mut found = None;
+    for seg in segs {
+        let hit = text.lines().enumerate().skip(from).find(|(_, l)| {
+            let l = l.trim_start();
+            let l = l.trim_start_matches('[').trim_start();
+            l.starts_with(seg) && l[seg.len()..].trim_start().starts_with(['=', ']', '.'])
+                || l.contains(&format!(" {seg} ="))
+                || l.contains(&format!("{{{seg} ="))
+                || l.contains(&format!("{{ {seg} ="))
+        });
+        if let Some((i, _)) = hit {
+            from = i;
+            found = Some(i + 1);
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<DaemonConfig, ConfigError> {
+        DaemonConfig::parse(text, Path::new("gw.toml"))
+    }
+
+    #[test]
+    fn a_split_gateway_parses_with_its_defaults() {
+        let c = parse(
+            "interfaces = [\"lan0\", \"sat0\"]\n\
+             [middlebox]\nkind = \"split_tcp\"\nports = [80]\n\
+             [metrics]\nlisten = \"127.0.0.1:9464\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.interfaces, ["lan0", "sat0"]);
+        assert!(c.middlebox.has_split_tcp());
+        assert_eq!(c.instance(Role::Gateway), "gateway");
+        assert_eq!(c.routing.table, 7470);
+        assert_eq!(c.log_every_s, 60);
+        assert_eq!(c.metrics.listen, Some("127.0.0.1:9464".parse().unwrap()));
+        assert_eq!(c.port_of("sat0"), Some(1));
+    }
+
+    #[test]
+    fn a_terminal_shaper_becomes_a_zero_delay_link() {
+        let c = parse(
+            "interfaces = [\"lan0\", \"sat0\"]\nmiddlebox = { kind = \"pass_through\" }\n\
+             [[shape]]\ninterface = \"lan0\"\nrate = \"2Mbps\"\n\
+             queue = { kind = \"ack_filtering\", limit_packets = 50 }\n",
+        )
+        .unwrap();
+        let l = c.shape[0].link_config();
+        assert_eq!(l.rate, Bitrate(2_000_000));
+        assert_eq!(l.delay, Duration::ZERO);
+        assert_eq!(l.queue.limit_packets, Some(50));
+    }
+
+    #[test]
+    fn errors_name_the_file_line_and_key() {
+        let e = parse("interfaces = [\"a\"]\nmiddlebox = { kind = \"pass_through\" }\nbogus = 3\n")
+            .unwrap_err();
+        assert_eq!(e.line, Some(3), "{e}");
+        assert!(e.to_string().starts_with("gw.toml:3: "), "{e}");
+        assert!(e.to_string().contains("bogus"), "{e}");
+
+        let e = parse(
+            "interfaces = [\"a\", \"b\"]\n[middlebox]\nkind = \"split_tcp\"\n\
+             buffer_total = \"1kB\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "middlebox.buffer_total", "{e}");
+        assert_eq!(e.line, Some(4), "{e}");
+
+        let e = parse("interfaces = [\"a\", \"a\"]\nmiddlebox = { kind = \"pass_through\" }\n")
+            .unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("interfaces.1", Some(1)), "{e}");
+
+        let e = parse(
+            "interfaces = [\"a\"]\nmiddlebox = { kind = \"pass_through\" }\n\
+             [[shape]]\ninterface = \"b\"\nrate = \"1Mbps\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            (e.key.as_str(), e.line),
+            ("shape.0.interface", Some(4)),
+            "{e}"
+        );
+
+        let e = parse("interfaces = [\"a\"\nmiddlebox = 3\n").unwrap_err();
+        assert_eq!(e.key, "(syntax)");
+        assert!(e.line.is_some());
+
+        let e = parse(
+            "name = \"much-too-long-name\"\ninterfaces = [\"a\"]\n\
+             middlebox = { kind = \"pass_through\" }\n",
+        )
+        .unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("name", Some(1)), "{e}");
+
+        let e = parse(
+            "interfaces = [\"a\", \"b\"]\nmiddlebox = { kind = \"pass_through\" }\n\
+             [routing]\ntable = 252\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "routing.table", "{e}");
+    }
+}

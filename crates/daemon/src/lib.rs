@@ -1,0 +1,122 @@
+//! satpep-daemon: `satpep gateway` and `satpep terminal` — the mechanisms the simulator and
+//! the emulator run (split TCP, spoofing, Snoop, TCP-SuperCharger, ACK filtering and
+//! compaction, the IP-in-IP tunnel), on live traffic in a Linux router's forwarding path.
+//!
+//! ```text
+//!  eth1 ─▶ ip rule iif eth1 ─▶ TUN gw-p0 ─┐                    ┌─▶ TUN gw-p0 ─▶ main table ─▶ eth0/eth1
+//!  eth0 ─▶ ip rule iif eth0 ─▶ TUN gw-p1 ─┴▶ satpep: shaper ─▶ middlebox ┘
+//! ```
+//!
+//! - [`config`]: the TOML file (the middlebox table is a scenario's).
+//! - [`pipeline`]: the packet path, clock-free and unit-tested with hand-made times.
+//! - [`routing`]: the rules and tables that put the daemon in the path; [`state`]: what must
+//!   be undone after a crash.
+//! - [`metrics`]: the Prometheus text endpoint.
+//! - [`run()`]: the epoll loop. docs/deploy.md is the operator's guide.
+
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod metrics;
+pub mod pipeline;
+pub mod routing;
+mod run;
+pub mod state;
+
+pub use config::{ConfigError, DaemonConfig, Role};
+pub use run::{cleanup, run, RunOptions, Status};
+
+/// Why the daemon could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// The configuration file is wrong.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Another instance with this name is running.
+    #[error("instance `{0}` is already running (pid {1}); give this one another `name` and `routing` numbers, or stop that one")]
+    Running(String, u32),
+    /// Putting the daemon in the path failed (not root, a missing interface, `ip` failed).
+    #[error("setup: {0}")]
+    Setup(String),
+    /// An I/O error.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+impl DaemonError {
+    /// Exit code: 2 for what the operator must change, 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Config(_) | Self::Running(..) => 2,
+            Self::Setup(_) | Self::Io(_) => 1,
+        }
+    }
+}
+
+/// How log lines are written (to stderr).
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum LogFormat {
+    /// Human-readable lines with `key=value` fields.
+    Text,
+    /// One JSON object per line (journald, Loki, Elasticsearch).
+    Json,
+}
+
+/// Install the log subscriber (once per process; later calls do nothing).
+pub fn init_logging(format: LogFormat, verbose: bool) {
+    let level = if verbose {
+        tracing::Level::DEBUG
+    } else {
+        tracing::Level::INFO
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+}
+
+/// What `--check` prints: the configuration as the daemon understands it, and what it would
+/// install. Interfaces that do not exist on this machine are listed as warnings.
+pub fn describe(config: &DaemonConfig, role: Role) -> String {
+    let name = config.instance(role);
+    let plan = routing::RoutingPlan::new(config, &name);
+    let mb = satpep_proto::middlebox::Middlebox::new(
+        &config.middlebox,
+        satpep_proto::rand::Rng::new(config.seed, 1),
+    );
+    let mut s = format!(
+        "instance {name} ({})\nmechanism: {}\n",
+        role.name(),
+        mb.kind()
+    );
+    for (i, iface) in config.interfaces.iter().enumerate() {
+        let shaped = config
+            .shape
+            .iter()
+            .find(|sh| &sh.interface == iface)
+            .map(|sh| format!(", shaped to {} ({:?} queue)", sh.rate, sh.queue.kind))
+            .unwrap_or_default();
+        let missing = if std::path::Path::new("/sys/class/net").join(iface).exists() {
+            ""
+        } else {
+            "  (warning: no such interface here)"
+        };
+        s += &format!(
+            "port {i}: {iface} -> TUN {}{shaped}{missing}\n",
+            plan.tun_name(i)
+        );
+    }
+    match config.metrics.listen {
+        Some(a) => s += &format!("metrics: http://{a}/metrics\n"),
+        None => s += "metrics: off\n",
+    }
+    s += "would run: ip -batch - <<\n";
+    for l in plan.install_script().lines() {
+        s += &format!("  {l}\n");
+    }
+    s
+}

@@ -1,0 +1,323 @@
+//! The daemon's life: clean up after a predecessor, put itself in the forwarding path, run the
+//! single-threaded epoll loop until SIGINT/SIGTERM, take itself out again.
+
+use std::path::Path;
+use std::time::Instant as WallInstant;
+
+use satpep_emu::sys::{monotonic_ns, Epoll, SignalPipe, TimerFd, Tun};
+use satpep_proto::Instant;
+use tracing::{info, warn};
+
+use crate::config::{DaemonConfig, Role};
+use crate::metrics::{render, MetricsServer};
+use crate::pipeline::Pipeline;
+use crate::routing::{ip_batch, sh, RoutingPlan};
+use crate::state::{self, State};
+use crate::DaemonError;
+
+const TOKEN_TIMER: u64 = 1 << 32;
+const TOKEN_SIGNAL: u64 = (1 << 32) + 1;
+const TOKEN_METRICS: u64 = (1 << 32) + 2;
+/// Packets read from one device before the others get their turn.
+const READ_BATCH: usize = 64;
+/// Largest packet read (the TUN devices' MTU is below it).
+const MAX_PACKET: usize = 65_535;
+
+/// Options from the command line.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Directory of state files (default [`state::STATE_DIR`]).
+    pub state_dir: std::path::PathBuf,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            state_dir: state::STATE_DIR.into(),
+        }
+    }
+}
+
+/// Undo what a previous instance left (rules, tables, sysctls), whether it exited or died.
+/// Refuses when that instance is still running. Returns what was done, for the log.
+pub fn cleanup(
+    config: &DaemonConfig,
+    role: Role,
+    opts: &RunOptions,
+) -> Result<Vec<String>, DaemonError> {
+    let name = config.instance(role);
+    let plan = RoutingPlan::new(config, &name);
+    let file = state::path(&opts.state_dir, &name);
+    let mut done = Vec::new();
+    if let Some(old) = state::read(&file).map_err(DaemonError::Io)? {
+        if old.pid != std::process::id() && state::is_live_satpep(old.pid) {
+            return Err(DaemonError::Running(name, old.pid));
+        }
+        for (key, value) in &old.restore {
+            state::write_sysctl(key, value).map_err(DaemonError::Io)?;
+            done.push(format!("restored {key} = {value}"));
+        }
+        std::fs::remove_file(&file).map_err(DaemonError::Io)?;
+        done.push(format!("removed the state of pid {}", old.pid));
+    }
+    let before = plan.installed_rules().len();
+    sh(&plan.remove_script()).map_err(DaemonError::Setup)?;
+    if before > 0 {
+        done.push(format!("removed {before} leftover routing rules"));
+    }
+    Ok(done)
+}
+
+/// Run the daemon until SIGINT or SIGTERM.
+pub fn run(
+    config: &DaemonConfig,
+    role: Role,
+    opts: &RunOptions,
+    ready: impl FnOnce(&Status),
+) -> Result<(), DaemonError> {
+    let name = config.instance(role);
+    for done in cleanup(config, role, opts)? {
+        info!(instance = %name, "{done}");
+    }
+    for iface in &config.interfaces {
+        if !Path::new("/sys/class/net").join(iface).exists() {
+            return Err(DaemonError::Setup(format!(
+                "interface `{iface}` does not exist (see `ip link`)"
+            )));
+        }
+    }
+    let plan = RoutingPlan::new(config, &name);
+    let file = state::path(&opts.state_dir, &name);
+
+    // Signals first: a SIGTERM during set-up must still lead to the teardown below.
+    let signals = SignalPipe::install().map_err(DaemonError::Io)?;
+    let tuns = (0..config.interfaces.len())
+        .map(|i| {
+            Tun::create_here(&plan.tun_name(i)).map_err(|e| {
+                DaemonError::Setup(format!(
+                    "cannot create TUN device {}: {e}",
+                    plan.tun_name(i)
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+
+    // Record, then change, the machine-wide sysctls.
+    let ip_forward = state::read_sysctl("net/ipv4/ip_forward").map_err(DaemonError::Io)?;
+    let rp_all = state::read_sysctl("net/ipv4/conf/all/rp_filter").map_err(DaemonError::Io)?;
+    let changes = state::global_changes(&ip_forward, &rp_all);
+    let st = State {
+        pid: std::process::id(),
+        restore: changes
+            .iter()
+            .map(|(k, old, _)| (k.clone(), old.clone()))
+            .collect(),
+    };
+    state::write(&file, &st).map_err(DaemonError::Io)?;
+    let mut guard = Teardown {
+        plan: plan.clone(),
+        file: file.clone(),
+        restore: st.restore.clone(),
+        armed: true,
+    };
+    for (k, _, new) in &changes {
+        state::write_sysctl(k, new).map_err(DaemonError::Io)?;
+        info!(instance = %name, "set {k} = {new}");
+    }
+    for (k, v) in plan.sysctls().iter().skip(1) {
+        // IPv6 may be absent from the kernel: only the IPv4 settings are required.
+        if let Err(e) = state::write_sysctl(k, v) {
+            if k.starts_with("net/ipv4") {
+                return Err(DaemonError::Io(e));
+            }
+        }
+    }
+    ip_batch(&plan.install_script()).map_err(DaemonError::Setup)?;
+
+    let mut metrics = match config.metrics.listen {
+        Some(addr) => Some(
+            MetricsServer::bind(addr)
+                .map_err(|e| DaemonError::Setup(format!("metrics.listen {addr}: {e}")))?,
+        ),
+        None => None,
+    };
+    let mut epoll = Epoll::new().map_err(DaemonError::Io)?;
+    for (i, t) in tuns.iter().enumerate() {
+        epoll.add(t.raw_fd(), i as u64).map_err(DaemonError::Io)?;
+    }
+    let mut timer = TimerFd::new().map_err(DaemonError::Io)?;
+    epoll
+        .add(timer.raw_fd(), TOKEN_TIMER)
+        .map_err(DaemonError::Io)?;
+    epoll
+        .add(signals.raw_fd(), TOKEN_SIGNAL)
+        .map_err(DaemonError::Io)?;
+    if let Some(m) = &metrics {
+        epoll
+            .add(m.raw_fd(), TOKEN_METRICS)
+            .map_err(DaemonError::Io)?;
+    }
+
+    let mut pipeline = Pipeline::new(config);
+    info!(
+        instance = %name,
+        role = role.name(),
+        mechanism = pipeline.middlebox().kind(),
+        interfaces = ?config.interfaces,
+        tun = ?(0..tuns.len()).map(|i| plan.tun_name(i)).collect::<Vec<_>>(),
+        "in the forwarding path"
+    );
+    let epoch = monotonic_ns();
+    let started = WallInstant::now();
+    let now = || Instant(monotonic_ns().saturating_sub(epoch));
+    let mut buf = vec![0u8; MAX_PACKET];
+    let mut wire = Vec::with_capacity(MAX_PACKET);
+    let mut ready_tokens: Vec<u64> = Vec::with_capacity(64);
+    let mut tx_errors = 0u64;
+    let log_every = std::time::Duration::from_secs(config.log_every_s);
+    let mut next_log = started + log_every;
+    ready(&Status {
+        metrics: metrics.as_ref().and_then(|m| m.local_addr().ok()),
+    });
+
+    loop {
+        // Output first: whatever the last pass produced is written before waiting.
+        while let Some(pkt) = pipeline.poll_output() {
+            let written = match pkt.payload() {
+                Some(payload) => tuns[0].write2(pkt.header(), payload),
+                None => {
+                    wire.clear();
+                    pkt.write_wire(&mut wire);
+                    tuns[0].write(&wire)
+                }
+            };
+            match written {
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => tx_errors += 1,
+            }
+        }
+        let deadline = pipeline.poll_timeout();
+        let wait = deadline.map(|d| d.as_nanos().saturating_sub(now().as_nanos()));
+        let wait = if config.log_every_s > 0 {
+            let to_log = next_log
+                .saturating_duration_since(WallInstant::now())
+                .as_nanos() as u64;
+            Some(wait.map_or(to_log, |w| w.min(to_log)))
+        } else {
+            wait
+        };
+        ready_tokens.clear();
+        let waited = epoll
+            .wait_ns(wait, |t| ready_tokens.push(t))
+            .map_err(DaemonError::Io)?;
+        if waited.is_none() {
+            timer
+                .set(deadline.map(|d| d.as_nanos() + epoch))
+                .map_err(DaemonError::Io)?;
+            let ms = wait.map_or(-1, |w| w.div_ceil(1_000_000).min(60_000) as i32);
+            epoll
+                .wait(ms, |t| ready_tokens.push(t))
+                .map_err(DaemonError::Io)?;
+        }
+        let mut stop = false;
+        for &token in &ready_tokens {
+            match token {
+                TOKEN_TIMER => timer.clear(),
+                TOKEN_SIGNAL => {
+                    let caught = signals.drain();
+                    stop |= caught.interrupt || caught.terminate;
+                }
+                TOKEN_METRICS => {}
+                port => {
+                    let port = port as usize;
+                    let Some(tun) = tuns.get(port) else { continue };
+                    for _ in 0..READ_BATCH {
+                        match tun.read(&mut buf) {
+                            Ok(Some(n)) => pipeline.ingress(now(), port, &buf[..n]),
+                            Ok(None) => break,
+                            Err(e) => {
+                                warn!(instance = %name, "read from {}: {e}", plan.tun_name(port));
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        pipeline.handle_timeout(now());
+        if let Some(m) = metrics.as_mut() {
+            let up = started.elapsed().as_secs_f64();
+            m.serve(|| {
+                let mut page = render(&name, &config.interfaces, &pipeline, up);
+                page += &format!(
+                    "# HELP satpep_tx_errors_total Packets a TUN device would not take.\n\
+                     # TYPE satpep_tx_errors_total counter\n\
+                     satpep_tx_errors_total{{instance_name=\"{name}\"}} {tx_errors}\n"
+                );
+                page
+            });
+        }
+        if config.log_every_s > 0 && WallInstant::now() >= next_log {
+            next_log += log_every;
+            let c = pipeline.counters();
+            info!(
+                instance = %name,
+                rx_packets = c.rx_packets.iter().sum::<u64>(),
+                tx_packets = c.tx_packets,
+                malformed = c.malformed,
+                tx_errors,
+                connections = pipeline.middlebox().open_connections(),
+                "counters"
+            );
+        }
+        if stop {
+            break;
+        }
+    }
+    info!(instance = %name, "stopping: removing rules and restoring sysctls");
+    drop(tuns);
+    guard.run()?;
+    Ok(())
+}
+
+/// What the daemon tells its caller once it is in the path.
+#[derive(Clone, Debug)]
+pub struct Status {
+    /// Where metrics are served (the bound address, e.g. when the port was 0).
+    pub metrics: Option<std::net::SocketAddr>,
+}
+
+/// Takes the daemon out of the path: on the normal exit path explicitly, on an error return or
+/// a panic by drop.
+struct Teardown {
+    plan: RoutingPlan,
+    file: std::path::PathBuf,
+    restore: Vec<(String, String)>,
+    armed: bool,
+}
+
+impl Teardown {
+    fn run(&mut self) -> Result<(), DaemonError> {
+        if !self.armed {
+            return Ok(());
+        }
+        self.armed = false;
+        sh(&self.plan.remove_script()).map_err(DaemonError::Setup)?;
+        for (k, v) in &self.restore {
+            state::write_sysctl(k, v).map_err(DaemonError::Io)?;
+        }
+        match std::fs::remove_file(&self.file) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(DaemonError::Io(e)),
+        }
+    }
+}
+
+impl Drop for Teardown {
+    fn drop(&mut self) {
+        if let Err(e) = self.run() {
+            warn!("teardown: {e}");
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! The state file: what a running daemon changed that outlives it, written *before* the change,
+//! so that the next start (or `--cleanup`) can undo it after a `kill -9` or a power cut.
+//!
+//! Rules and tables need no record (they are found by their numbers, [`crate::routing`]); TUN
+//! devices vanish with the process. What remains is the machine-wide sysctls the daemon had to
+//! change (`ip_forward`, a strict `all.rp_filter`), with their old values, and the daemon's pid,
+//! so that a second instance with the same name is refused instead of tearing the first down.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Where state files live (`/run` is emptied at boot, as the changes they record are).
+pub const STATE_DIR: &str = "/run/satpep";
+
+/// One instance's record.
+#[derive(Clone, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
+pub struct State {
+    /// The daemon that wrote it.
+    pub pid: u32,
+    /// `(sysctl path under /proc/sys, value before the daemon changed it)`.
+    pub restore: Vec<(String, String)>,
+}
+
+/// The state file of instance `name`.
+pub fn path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.json"))
+}
+
+/// Read a state file; `Ok(None)` when there is none. A file that cannot be parsed is an error
+/// (nothing is guessed about what to restore).
+pub fn read(file: &Path) -> io::Result<Option<State>> {
+    match std::fs::read_to_string(file) {
+        Ok(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| io::Error::other(format!("{}: {e}", file.display()))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Write `state` atomically (a temporary file renamed over the old one).
+pub fn write(file: &Path, state: &State) -> io::Result<()> {
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = file.with_extension("json.tmp");
+    let text = serde_json::to_string_pretty(state).map_err(io::Error::other)?;
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, file)
+}
+
+/// Whether `pid` is a live satpep process (not a recycled pid of something else).
+pub fn is_live_satpep(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .is_ok_and(|c| c.trim_end() == "satpep" || c.trim_end().starts_with("satpep"))
+}
+
+/// Read sysctl `key` (path under /proc/sys).
+pub fn read_sysctl(key: &str) -> io::Result<String> {
+    std::fs::read_to_string(Path::new("/proc/sys").join(key)).map(|s| s.trim().to_owned())
+}
+
+/// Write sysctl `key`.
+pub fn write_sysctl(key: &str, value: &str) -> io::Result<()> {
+    std::fs::write(Path::new("/proc/sys").join(key), value)
+        .map_err(|e| io::Error::new(e.kind(), format!("{key}: {e}")))
+}
+
+/// Machine-wide sysctl changes the daemon needs, from the current values: forwarding on, and a
+/// strict `all.rp_filter` relaxed to loose (2), since the kernel applies the larger of `all`
+/// and a device's value and the daemon's writes carry other hosts' sources.
+pub fn global_changes(ip_forward: &str, all_rp_filter: &str) -> Vec<(String, String, String)> {
+    let mut v = Vec::new();
+    if ip_forward != "1" {
+        v.push((
+            "net/ipv4/ip_forward".into(),
+            ip_forward.to_owned(),
+            "1".to_owned(),
+        ));
+    }
+    if all_rp_filter == "1" {
+        v.push((
+            "net/ipv4/conf/all/rp_filter".into(),
+            all_rp_filter.to_owned(),
+            "2".to_owned(),
+        ));
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_what_differs_is_changed_and_the_old_value_kept() {
+        assert!(global_changes("1", "0").is_empty());
+        assert!(global_changes("1", "2").is_empty());
+        assert_eq!(
+            global_changes("0", "1"),
+            vec![
+                ("net/ipv4/ip_forward".into(), "0".into(), "1".into()),
+                ("net/ipv4/conf/all/rp_filter".into(), "1".into(), "2".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_state_file_round_trips_and_a_missing_one_is_none() {
+        let dir = std::env::temp_dir().join(format!("satpep-state-test-{}", std::process::id()));
+        let f = path(&dir, "gw");
+        assert_eq!(read(&f).unwrap(), None);
+        let s = State {
+            pid: 42,
+            restore: vec![("net/ipv4/ip_forward".into(), "0".into())],
+        };
+        write(&f, &s).unwrap();
+        assert_eq!(read(&f).unwrap(), Some(s));
+        std::fs::write(&f, "{not json").unwrap();
+        assert!(
+            read(&f).is_err(),
+            "a damaged file is an error, not an empty state"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
