@@ -221,6 +221,12 @@ impl MetricsServer {
         std::os::fd::AsRawFd::as_raw_fd(&self.listener)
     }
 
+    /// Whether a scrape is waiting for the rest of its request: the loop must then come back
+    /// soon, since accepted connections are not in its epoll set.
+    pub fn pending(&self) -> bool {
+        !self.clients.is_empty()
+    }
+
     /// The bound address.
     pub fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
         self.listener.local_addr()

@@ -20,6 +20,8 @@ const TOKEN_SIGNAL: u64 = (1 << 32) + 1;
 const TOKEN_METRICS: u64 = (1 << 32) + 2;
 /// Packets read from one device before the others get their turn.
 const READ_BATCH: usize = 64;
+/// How soon the loop looks again at a scrape whose request is still arriving.
+const SCRAPE_POLL_NS: u64 = 5_000_000;
 /// Largest packet read (the TUN devices' MTU is below it).
 const MAX_PACKET: usize = 65_535;
 
@@ -205,6 +207,11 @@ pub fn run(
             Some(wait.map_or(to_log, |w| w.min(to_log)))
         } else {
             wait
+        };
+        // A scrape whose request had not fully arrived when accepted: look again in 5 ms.
+        let wait = match metrics.as_ref().filter(|m| m.pending()) {
+            Some(_) => Some(wait.map_or(SCRAPE_POLL_NS, |w| w.min(SCRAPE_POLL_NS))),
+            None => wait,
         };
         ready_tokens.clear();
         let waited = epoll

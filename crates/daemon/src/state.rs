@@ -51,10 +51,23 @@ pub fn write(file: &Path, state: &State) -> io::Result<()> {
     std::fs::rename(&tmp, file)
 }
 
-/// Whether `pid` is a live satpep process (not a recycled pid of something else).
+/// Whether `pid` is a live satpep process: not a recycled pid of something else, and not a
+/// killed one whose parent has not reaped it yet (a zombie keeps its name).
 pub fn is_live_satpep(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .is_ok_and(|c| c.trim_end() == "satpep" || c.trim_end().starts_with("satpep"))
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    is_live_satpep_stat(&stat)
+}
+
+/// [`is_live_satpep`] on the text of `/proc/<pid>/stat`: `pid (comm) state …`.
+fn is_live_satpep_stat(stat: &str) -> bool {
+    let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+        return false;
+    };
+    let comm = &stat[open + 1..close];
+    let state = stat[close + 1..].trim_start().chars().next();
+    comm.starts_with("satpep") && !matches!(state, Some('Z' | 'X' | 'x') | None)
 }
 
 /// Read sysctl `key` (path under /proc/sys).
@@ -105,6 +118,17 @@ mod tests {
                 ("net/ipv4/conf/all/rp_filter".into(), "1".into(), "2".into()),
             ]
         );
+    }
+
+    #[test]
+    fn a_zombie_or_another_program_is_not_a_running_daemon() {
+        assert!(is_live_satpep_stat("6565 (satpep) S 1 6565 6565 0 -1"));
+        assert!(is_live_satpep_stat("6565 (satpep) R 1"));
+        assert!(!is_live_satpep_stat("6565 (satpep) Z 1 6565"));
+        assert!(!is_live_satpep_stat("6565 (bash) S 1"));
+        assert!(!is_live_satpep_stat("6565 (satpep) "));
+        assert!(!is_live_satpep_stat("garbage"));
+        assert!(is_live_satpep(std::process::id()) == std::fs::read_to_string("/proc/self/comm").unwrap().starts_with("satpep"));
     }
 
     #[test]

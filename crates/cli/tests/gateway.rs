@@ -1,0 +1,462 @@
+//! `satpep gateway` on live traffic: a client, a router running the daemon and a server, each
+//! in a network namespace this test creates (addresses 10.88.x.y exist only inside them). Needs
+//! root, `ip`, `curl`, `python3` and /dev/net/tun; under `CI=true` their absence is a failure.
+//!
+//! What is checked: a split-TCP gateway is transparent both ways (the server sees the client's
+//! address, the client the server's) and byte-exact (SHA-256 of every transfer); SIGTERM
+//! removes every rule and the state file; `kill -9` mid-transfer ends the client's connection
+//! within a bounded time (the path fails open: the rules point at devices that vanished), and
+//! the next start (or `--cleanup`) restores the sysctls the dead daemon changed, installs no
+//! duplicate rule and splits new connections.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// One topology at a time: the daemons' timing bounds assume an otherwise idle machine.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const CLIENT: &str = "10.88.1.2";
+const SERVER: &str = "10.88.2.2";
+const PORT: &str = "8080";
+
+fn can_run() -> bool {
+    let tools = ["ip", "curl", "python3"].iter().all(|p| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {p}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    let ok = tools
+        && Path::new("/dev/net/tun").exists()
+        && std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        });
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run the gateway tests: they need root, ip, curl, python3 and /dev/net/tun"
+        );
+        println!("SKIP: needs root, ip, curl, python3 and /dev/net/tun");
+    }
+    ok
+}
+
+fn sh(script: &str) -> Output {
+    Command::new("sh")
+        .args(["-c", script])
+        .output()
+        .expect("sh runs")
+}
+
+fn xfer_py() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xfer.py")
+}
+
+/// client — gateway — server, each a namespace; removed (with every process inside) on drop.
+struct Net {
+    c: String,
+    g: String,
+    s: String,
+    dir: tempfile::TempDir,
+    children: Vec<Child>,
+}
+
+impl Net {
+    fn up(tag: &str) -> Self {
+        let p = std::process::id();
+        let (c, g, s) = (
+            format!("spgw{p}{tag}c"),
+            format!("spgw{p}{tag}g"),
+            format!("spgw{p}{tag}s"),
+        );
+        let script = format!(
+            "set -e
+             for n in {c} {g} {s}; do ip netns add $n; ip -n $n link set lo up; done
+             ip -n {g} link add vgc type veth peer name vc netns {c}
+             ip -n {g} link add vgs type veth peer name vs netns {s}
+             ip -n {c} addr add {CLIENT}/24 dev vc; ip -n {c} link set vc up
+             ip -n {c} route add default via 10.88.1.1
+             ip -n {g} addr add 10.88.1.1/24 dev vgc; ip -n {g} link set vgc up
+             ip -n {g} addr add 10.88.2.1/24 dev vgs; ip -n {g} link set vgs up
+             ip -n {s} addr add {SERVER}/24 dev vs; ip -n {s} link set vs up
+             ip -n {s} route add default via 10.88.2.1
+             ip netns exec {g} sh -c 'echo 1 > /proc/sys/net/ipv4/ip_forward'"
+        );
+        let net = Self {
+            c,
+            g,
+            s,
+            dir: tempfile::tempdir().expect("temporary directory"),
+            children: Vec::new(),
+        };
+        let out = sh(&script);
+        assert!(
+            out.status.success(),
+            "topology: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        net
+    }
+
+    fn exec(&self, ns: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", ns]).args(args);
+        cmd
+    }
+
+    fn start_server(&mut self) -> PathBuf {
+        let peers = self.dir.path().join("peers.txt");
+        let py = xfer_py();
+        let child = self
+            .exec(
+                &self.s.clone(),
+                &[
+                    "python3",
+                    py.to_str().unwrap(),
+                    "serve",
+                    PORT,
+                    peers.to_str().unwrap(),
+                ],
+            )
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("server starts");
+        self.children.push(child);
+        // Listening within a few seconds.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            let out = self
+                .exec(&self.s, &["sh", "-c", &format!("ss -ltn | grep -q ':{PORT} '")])
+                .output()
+                .expect("ss runs");
+            if out.status.success() {
+                return peers;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the test server did not listen");
+    }
+
+    fn config(&self, middlebox: &str) -> PathBuf {
+        let f = self.dir.path().join("gw.toml");
+        std::fs::write(
+            &f,
+            format!(
+                "name = \"gw\"\ninterfaces = [\"vgc\", \"vgs\"]\nmiddlebox = {middlebox}\n\
+                 log_every_s = 0\n[metrics]\nlisten = \"127.0.0.1:9464\"\n"
+            ),
+        )
+        .expect("config written");
+        f
+    }
+
+    /// Start the gateway and wait until its metrics answer.
+    fn start_gateway(&self, config: &Path) -> Child {
+        let state = self.dir.path().join("state");
+        let log = std::fs::File::create(self.dir.path().join("gw.log")).expect("log file");
+        let child = self
+            .exec(
+                &self.g,
+                &[
+                    env!("CARGO_BIN_EXE_satpep"),
+                    "gateway",
+                    "--config",
+                    config.to_str().unwrap(),
+                    "--state-dir",
+                    state.to_str().unwrap(),
+                ],
+            )
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("gateway starts");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if self.metrics().is_some() {
+                return child;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the gateway did not start: {}", self.log());
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("gw.log")).unwrap_or_default()
+    }
+
+    fn metrics(&self) -> Option<String> {
+        let out = self
+            .exec(&self.g, &["curl", "-sf", "--max-time", "2", "http://127.0.0.1:9464/metrics"])
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    fn metric(&self, name: &str) -> Option<f64> {
+        let page = self.metrics()?;
+        page.lines()
+            .find(|l| l.starts_with(name) && l[name.len()..].starts_with('{'))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+    }
+
+    /// `count` transfers of `size` bytes, `conc` at a time, from the client.
+    fn fetch(&self, size: u64, count: u32, conc: u32) -> serde_json::Value {
+        let py = xfer_py();
+        let out = self
+            .exec(
+                &self.c,
+                &[
+                    "python3",
+                    py.to_str().unwrap(),
+                    "fetch",
+                    SERVER,
+                    PORT,
+                    &size.to_string(),
+                    &count.to_string(),
+                    &conc.to_string(),
+                    "30",
+                ],
+            )
+            .output()
+            .expect("client runs");
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "client output: {e}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    }
+
+    fn rules(&self) -> Vec<String> {
+        let out = self
+            .exec(&self.g, &["ip", "-4", "rule", "show"])
+            .output()
+            .expect("ip runs");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with("7470:") || l.starts_with("7471:"))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn sysctl(&self, key: &str) -> String {
+        let out = self
+            .exec(&self.g, &["cat", &format!("/proc/sys/{key}")])
+            .output()
+            .expect("cat runs");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for ns in [&self.c, &self.g, &self.s] {
+            let _ = sh(&format!(
+                "pids=$(ip netns pids {ns} 2>/dev/null); [ -n \"$pids\" ] && kill -9 $pids; \
+                 sleep 0.1; ip netns del {ns} 2>/dev/null"
+            ));
+        }
+    }
+}
+
+fn wait_exit(child: &mut Child, within: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if let Ok(Some(st)) = child.try_wait() {
+            return Some(st);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+#[test]
+fn a_split_gateway_is_transparent_both_ways_and_byte_exact() {
+    if !can_run() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut net = Net::up("a");
+    let peers = net.start_server();
+    // 256 kB per connection and direction: 128 connections fit the default 64 MB in total.
+    let cfg = net.config("{ kind = \"split_tcp\", buffer_per_conn = \"256kB\" }");
+    let mut gw = net.start_gateway(&cfg);
+    assert_eq!(net.rules().len(), 2, "{:?}", net.rules());
+
+    let r = net.fetch(65_536, 200, 20);
+    assert_eq!(r["ok"], 200, "{r}");
+    assert_eq!(r["mismatched"], 0, "{r}");
+    assert_eq!(r["peers"], serde_json::json!([SERVER]), "the client sees the server: {r}");
+    let seen = std::fs::read_to_string(&peers).expect("server recorded its peers");
+    assert_eq!(seen.lines().count(), 200);
+    assert!(
+        seen.lines().all(|l| l == CLIENT),
+        "the server sees the client's own address, not the gateway's: {seen}"
+    );
+    let split = net.metric("satpep_split_tcp_flows_split_total").unwrap_or(0.0);
+    assert!(split >= 200.0, "every connection went through the relay: {split}");
+    assert_eq!(net.metric("satpep_split_tcp_unsendable_total"), Some(0.0));
+
+    // SIGTERM: out of the path, state removed, exit 0.
+    let _ = Command::new("kill")
+        .args(["-TERM", &gw.id().to_string()])
+        .status();
+    let st = wait_exit(&mut gw, Duration::from_secs(10)).expect("the gateway stops on SIGTERM");
+    assert!(st.success(), "{st:?}: {}", net.log());
+    assert!(net.rules().is_empty(), "{:?}", net.rules());
+    assert!(!net.dir.path().join("state/gw.json").exists());
+    // Without the gateway, the plain router still forwards.
+    assert_eq!(net.fetch(1000, 2, 1)["ok"], 2);
+}
+
+#[test]
+fn a_killed_gateway_fails_open_and_the_next_start_undoes_what_it_left() {
+    if !can_run() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut net = Net::up("k");
+    net.start_server();
+    // The daemon must turn forwarding on and record that it did.
+    let out = net
+        .exec(&net.g, &["sh", "-c", "echo 0 > /proc/sys/net/ipv4/ip_forward"])
+        .output()
+        .expect("sysctl");
+    assert!(out.status.success());
+    let cfg = net.config("{ kind = \"split_tcp\" }");
+    let mut gw = net.start_gateway(&cfg);
+    assert_eq!(net.sysctl("net/ipv4/ip_forward"), "1");
+    gw.kill().expect("kill -9");
+    let _ = gw.wait();
+
+    // What it left: its rules (pointing at vanished devices), the state file, ip_forward = 1.
+    assert_eq!(net.rules().len(), 2);
+    assert!(net.dir.path().join("state/gw.json").exists());
+    // Fail-open: with the devices gone, the rules' tables are empty and the main table forwards.
+    assert_eq!(net.fetch(1000, 2, 1)["ok"], 2);
+
+    // `--cleanup` undoes it all, including the sysctl.
+    let out = net
+        .exec(
+            &net.g,
+            &[
+                env!("CARGO_BIN_EXE_satpep"),
+                "gateway",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--state-dir",
+                net.dir.path().join("state").to_str().unwrap(),
+                "--cleanup",
+            ],
+        )
+        .output()
+        .expect("cleanup runs");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("restored net/ipv4/ip_forward = 0"), "{said}");
+    assert!(said.contains("removed 2 leftover routing rules"), "{said}");
+    assert!(net.rules().is_empty());
+    assert_eq!(net.sysctl("net/ipv4/ip_forward"), "0");
+    assert!(!net.dir.path().join("state/gw.json").exists());
+}
+
+#[test]
+fn a_gateway_killed_mid_transfer_and_restarted_resets_the_orphaned_connection() {
+    if !can_run() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut net = Net::up("r");
+    net.start_server();
+    let cfg = net.config("{ kind = \"split_tcp\" }");
+    let mut gw = net.start_gateway(&cfg);
+
+    // A long download through the relay, with a client that would wait 60 s for data.
+    let py = xfer_py();
+    let mut client = net
+        .exec(
+            &net.c,
+            &["python3", py.to_str().unwrap(), "fetch", SERVER, PORT, "4000000000", "1", "1", "60"],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("client starts");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while net.metric("satpep_connections") != Some(1.0) {
+        assert!(Instant::now() < deadline, "the download never went through the relay");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // kill -9, then a restart as systemd's `Restart=always` would do it.
+    gw.kill().expect("kill -9");
+    let killed = Instant::now();
+    let _ = gw.wait();
+    let mut gw = net.start_gateway(&cfg);
+    assert_eq!(net.rules().len(), 2, "no duplicate rule: {:?}", net.rules());
+    // The relay's state died with it: the two ends' sequence spaces no longer meet, so the new
+    // instance resets both ends at their next segment (docs/deploy.md: bounded by the restart
+    // plus the server's next retransmission), well before the client's own 60 s timeout.
+    let ended = wait_exit(&mut client, Duration::from_secs(20));
+    let took = killed.elapsed();
+    assert!(ended.is_some(), "the client's connection hung after kill -9 and restart");
+    let out = client.wait_with_output().expect("client output");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("client JSON");
+    assert_eq!(r["ok"], 0, "{r}");
+    assert_eq!(r["mismatched"], 0, "never wrong bytes: {r}");
+    println!("connection ended {took:?} after kill -9: {r}");
+    assert!(
+        r["errors"].to_string().contains("reset"),
+        "ended by a reset, not the client's timeout: {r}"
+    );
+    // And the restarted gateway splits new connections.
+    let r = net.fetch(100_000, 5, 5);
+    assert_eq!(r["ok"], 5, "{r}");
+    assert!(net.metric("satpep_split_tcp_flows_split_total").unwrap_or(0.0) >= 5.0);
+    let _ = Command::new("kill")
+        .args(["-TERM", &gw.id().to_string()])
+        .status();
+    assert!(wait_exit(&mut gw, Duration::from_secs(10)).is_some_and(|s| s.success()));
+}
+
+#[test]
+fn check_names_the_file_line_and_key_of_a_bad_config() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let f = dir.path().join("gw.toml");
+    std::fs::write(
+        &f,
+        "interfaces = [\"eth1\", \"eth0\"]\n[middlebox]\nkind = \"split_tcp\"\nbuffer_total = \"1kB\"\n",
+    )
+    .expect("write");
+    let out = common::satpep(&["gateway", "--config", f.to_str().unwrap(), "--check"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("gw.toml:4: middlebox.buffer_total: "),
+        "{err}"
+    );
+    std::fs::write(
+        &f,
+        "interfaces = [\"eth1\", \"eth0\"]\nmiddlebox = { kind = \"snoop\", satellite_port = 1 }\n",
+    )
+    .expect("write");
+    let out = common::satpep(&["terminal", "--config", f.to_str().unwrap(), "--check"], dir.path());
+    assert!(out.status.success());
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("instance terminal (terminal)"), "{said}");
+    assert!(said.contains("mechanism: snoop"), "{said}");
+    assert!(said.contains("rule add pref 7471 iif eth0 lookup 7471"), "{said}");
+}
