@@ -132,7 +132,10 @@ impl Net {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             let out = self
-                .exec(&self.s, &["sh", "-c", &format!("ss -ltn | grep -q ':{PORT} '")])
+                .exec(
+                    &self.s,
+                    &["sh", "-c", &format!("ss -ltn | grep -q ':{PORT} '")],
+                )
                 .output()
                 .expect("ss runs");
             if out.status.success() {
@@ -192,7 +195,16 @@ impl Net {
 
     fn metrics(&self) -> Option<String> {
         let out = self
-            .exec(&self.g, &["curl", "-sf", "--max-time", "2", "http://127.0.0.1:9464/metrics"])
+            .exec(
+                &self.g,
+                &[
+                    "curl",
+                    "-sf",
+                    "--max-time",
+                    "2",
+                    "http://127.0.0.1:9464/metrics",
+                ],
+            )
             .output()
             .ok()?;
         out.status
@@ -200,10 +212,11 @@ impl Net {
             .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
+    /// The value of the first sample of `name` (a metric name, or a name with its labels).
     fn metric(&self, name: &str) -> Option<f64> {
         let page = self.metrics()?;
         page.lines()
-            .find(|l| l.starts_with(name) && l[name.len()..].starts_with('{'))
+            .find(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
             .and_then(|l| l.rsplit(' ').next())
             .and_then(|v| v.parse().ok())
     }
@@ -300,15 +313,24 @@ fn a_split_gateway_is_transparent_both_ways_and_byte_exact() {
     let r = net.fetch(65_536, 200, 20);
     assert_eq!(r["ok"], 200, "{r}");
     assert_eq!(r["mismatched"], 0, "{r}");
-    assert_eq!(r["peers"], serde_json::json!([SERVER]), "the client sees the server: {r}");
+    assert_eq!(
+        r["peers"],
+        serde_json::json!([SERVER]),
+        "the client sees the server: {r}"
+    );
     let seen = std::fs::read_to_string(&peers).expect("server recorded its peers");
     assert_eq!(seen.lines().count(), 200);
     assert!(
         seen.lines().all(|l| l == CLIENT),
         "the server sees the client's own address, not the gateway's: {seen}"
     );
-    let split = net.metric("satpep_split_tcp_flows_split_total").unwrap_or(0.0);
-    assert!(split >= 200.0, "every connection went through the relay: {split}");
+    let split = net
+        .metric("satpep_split_tcp_flows_split_total")
+        .unwrap_or(0.0);
+    assert!(
+        split >= 200.0,
+        "every connection went through the relay: {split}"
+    );
     assert_eq!(net.metric("satpep_split_tcp_unsendable_total"), Some(0.0));
 
     // SIGTERM: out of the path, state removed, exit 0.
@@ -333,7 +355,10 @@ fn a_killed_gateway_fails_open_and_the_next_start_undoes_what_it_left() {
     net.start_server();
     // The daemon must turn forwarding on and record that it did.
     let out = net
-        .exec(&net.g, &["sh", "-c", "echo 0 > /proc/sys/net/ipv4/ip_forward"])
+        .exec(
+            &net.g,
+            &["sh", "-c", "echo 0 > /proc/sys/net/ipv4/ip_forward"],
+        )
         .output()
         .expect("sysctl");
     assert!(out.status.success());
@@ -366,7 +391,11 @@ fn a_killed_gateway_fails_open_and_the_next_start_undoes_what_it_left() {
         .output()
         .expect("cleanup runs");
     let said = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(said.contains("restored net/ipv4/ip_forward = 0"), "{said}");
     assert!(said.contains("removed 2 leftover routing rules"), "{said}");
     assert!(net.rules().is_empty());
@@ -390,7 +419,17 @@ fn a_gateway_killed_mid_transfer_and_restarted_resets_the_orphaned_connection() 
     let mut client = net
         .exec(
             &net.c,
-            &["python3", py.to_str().unwrap(), "fetch", SERVER, PORT, "4000000000", "1", "1", "60"],
+            &[
+                "python3",
+                py.to_str().unwrap(),
+                "fetch",
+                SERVER,
+                PORT,
+                "4000000000",
+                "1",
+                "1",
+                "60",
+            ],
         )
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -398,7 +437,10 @@ fn a_gateway_killed_mid_transfer_and_restarted_resets_the_orphaned_connection() 
         .expect("client starts");
     let deadline = Instant::now() + Duration::from_secs(10);
     while net.metric("satpep_connections") != Some(1.0) {
-        assert!(Instant::now() < deadline, "the download never went through the relay");
+        assert!(
+            Instant::now() < deadline,
+            "the download never went through the relay"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     // kill -9, then a restart as systemd's `Restart=always` would do it.
@@ -412,7 +454,12 @@ fn a_gateway_killed_mid_transfer_and_restarted_resets_the_orphaned_connection() 
     // plus the server's next retransmission), well before the client's own 60 s timeout.
     let ended = wait_exit(&mut client, Duration::from_secs(20));
     let took = killed.elapsed();
-    assert!(ended.is_some(), "the client's connection hung after kill -9 and restart");
+    assert!(
+        ended.is_some(),
+        "the client's connection hung after kill -9 and restart: {}\n{}",
+        net.log(),
+        net.metrics().unwrap_or_default()
+    );
     let out = client.wait_with_output().expect("client output");
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("client JSON");
     assert_eq!(r["ok"], 0, "{r}");
@@ -422,10 +469,17 @@ fn a_gateway_killed_mid_transfer_and_restarted_resets_the_orphaned_connection() 
         r["errors"].to_string().contains("reset"),
         "ended by a reset, not the client's timeout: {r}"
     );
+    // At least one RST to each end (segments already in flight get one each too).
+    let resets = net.metric("satpep_orphans_total{instance_name=\"gw\",event=\"resets\"}");
+    assert!(resets.is_some_and(|n| n >= 2.0), "{resets:?}");
     // And the restarted gateway splits new connections.
     let r = net.fetch(100_000, 5, 5);
     assert_eq!(r["ok"], 5, "{r}");
-    assert!(net.metric("satpep_split_tcp_flows_split_total").unwrap_or(0.0) >= 5.0);
+    assert!(
+        net.metric("satpep_split_tcp_flows_split_total")
+            .unwrap_or(0.0)
+            >= 5.0
+    );
     let _ = Command::new("kill")
         .args(["-TERM", &gw.id().to_string()])
         .status();
@@ -441,22 +495,28 @@ fn check_names_the_file_line_and_key_of_a_bad_config() {
         "interfaces = [\"eth1\", \"eth0\"]\n[middlebox]\nkind = \"split_tcp\"\nbuffer_total = \"1kB\"\n",
     )
     .expect("write");
-    let out = common::satpep(&["gateway", "--config", f.to_str().unwrap(), "--check"], dir.path());
+    let out = common::satpep(
+        &["gateway", "--config", f.to_str().unwrap(), "--check"],
+        dir.path(),
+    );
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("gw.toml:4: middlebox.buffer_total: "),
-        "{err}"
-    );
+    assert!(err.contains("gw.toml:4: middlebox.buffer_total: "), "{err}");
     std::fs::write(
         &f,
         "interfaces = [\"eth1\", \"eth0\"]\nmiddlebox = { kind = \"snoop\", satellite_port = 1 }\n",
     )
     .expect("write");
-    let out = common::satpep(&["terminal", "--config", f.to_str().unwrap(), "--check"], dir.path());
+    let out = common::satpep(
+        &["terminal", "--config", f.to_str().unwrap(), "--check"],
+        dir.path(),
+    );
     assert!(out.status.success());
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("instance terminal (terminal)"), "{said}");
     assert!(said.contains("mechanism: snoop"), "{said}");
-    assert!(said.contains("rule add pref 7471 iif eth0 lookup 7471"), "{said}");
+    assert!(
+        said.contains("rule add pref 7471 iif eth0 lookup 7471"),
+        "{said}"
+    );
 }

@@ -18,6 +18,7 @@
 
 pub mod config;
 pub mod metrics;
+pub mod orphans;
 pub mod pipeline;
 pub mod routing;
 mod run;

@@ -115,6 +115,25 @@ pub fn render(instance: &str, interfaces: &[String], p: &Pipeline, uptime_s: f64
         );
     }
 
+    let o = p.orphans().stats();
+    if o.loaded > 0 {
+        family(
+            &mut s,
+            "satpep_orphans_total",
+            "counter",
+            "Connections a predecessor held, and how they were ended.",
+        );
+        for (what, v) in [
+            ("loaded", o.loaded),
+            ("segments", o.segments),
+            ("resets", o.resets),
+            ("probes", o.probes),
+            ("expired", o.expired),
+        ] {
+            let _ = writeln!(s, "satpep_orphans_total{{{inst},event=\"{what}\"}} {v}");
+        }
+    }
+
     let mb = p.middlebox();
     if let Some(n) = mb.open_connections() {
         family(

@@ -17,6 +17,7 @@ use satpep_proto::rand::Rng;
 use satpep_proto::{Instant, Node, Packet, PortId};
 
 use crate::config::DaemonConfig;
+use crate::orphans::{Ends, Orphans};
 
 /// Random stream numbers (the middlebox's, then one per shaper), as a scenario would name them.
 const STREAM_MIDDLEBOX: u64 = 1;
@@ -49,6 +50,8 @@ pub struct Pipeline {
     shapers: Vec<Option<Link>>,
     out: VecDeque<Packet>,
     counters: PathCounters,
+    /// Connections a predecessor held (see [`crate::orphans`]).
+    orphans: Orphans,
 }
 
 impl Pipeline {
@@ -66,6 +69,7 @@ impl Pipeline {
             middlebox: Middlebox::new(&config.middlebox, Rng::new(config.seed, STREAM_MIDDLEBOX)),
             shapers,
             out: VecDeque::new(),
+            orphans: Orphans::default(),
             counters: PathCounters {
                 rx_packets: vec![0; ports],
                 rx_bytes: vec![0; ports],
@@ -87,6 +91,17 @@ impl Pipeline {
             self.counters.malformed += 1;
             return;
         };
+        let pkt = match self.orphans.intercept(now, pkt) {
+            Ok(answers) => {
+                for a in answers {
+                    self.counters.tx_packets += 1;
+                    self.counters.tx_bytes += a.wire_len();
+                    self.out.push_back(a);
+                }
+                return;
+            }
+            Err(pkt) => pkt,
+        };
         match self.shapers[port].as_mut() {
             Some(shaper) => shaper.handle_packet(now, PortId(0), pkt),
             None => self.middlebox.handle_packet(now, PortId(port as u16), pkt),
@@ -96,6 +111,12 @@ impl Pipeline {
 
     /// Run whatever is due by `now` (early calls do nothing).
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.orphans.expire(now);
+        for p in self.orphans.handle_timeout(now) {
+            self.counters.tx_packets += 1;
+            self.counters.tx_bytes += p.wire_len();
+            self.out.push_back(p);
+        }
         for s in self.shapers.iter_mut().flatten() {
             if s.poll_timeout().is_some_and(|t| t <= now) {
                 s.handle_timeout(now);
@@ -129,6 +150,38 @@ impl Pipeline {
         }
     }
 
+    /// Reset the connections a predecessor held (its journal) at their next segment.
+    pub fn set_orphans(&mut self, flows: &[Ends], now: Instant) {
+        self.orphans = Orphans::new(flows, now);
+    }
+
+    /// The orphaned connections still waited for.
+    pub fn orphans(&self) -> &Orphans {
+        &self.orphans
+    }
+
+    /// The connections this daemon's split relays hold now, for the journal.
+    pub fn split_connections(&self) -> Vec<Ends> {
+        self.middlebox
+            .split_relays()
+            .iter()
+            .flat_map(|r| r.flows())
+            .map(|f| crate::orphans::ends(f.opener, f.listener))
+            .collect()
+    }
+
+    /// A value that changes whenever a split connection opens or closes (cheap to read on
+    /// every pass, unlike the connections themselves).
+    pub fn split_signature(&self) -> (u64, u64) {
+        let split = self
+            .middlebox
+            .split_relays()
+            .iter()
+            .map(|r| r.stats().flows_split)
+            .sum();
+        (split, self.middlebox.open_connections().unwrap_or(0))
+    }
+
     /// The next packet to write (to be routed by the kernel).
     pub fn poll_output(&mut self) -> Option<Packet> {
         self.out.pop_front()
@@ -141,6 +194,7 @@ impl Pipeline {
             .flatten()
             .filter_map(Node::poll_timeout)
             .chain(self.middlebox.poll_timeout())
+            .chain(self.orphans.poll_timeout())
             .min()
     }
 

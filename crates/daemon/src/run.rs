@@ -161,6 +161,21 @@ pub fn run(
     }
 
     let mut pipeline = Pipeline::new(config);
+    let journal = state::journal_path(&opts.state_dir, &name);
+    if let Ok(text) = std::fs::read_to_string(&journal) {
+        let (flows, bad) = crate::orphans::parse_journal(&text);
+        if bad > 0 {
+            warn!(instance = %name, "journal {}: {bad} damaged lines skipped", journal.display());
+        }
+        if !flows.is_empty() {
+            info!(
+                instance = %name,
+                connections = flows.len(),
+                "a predecessor held connections: each is reset at its next segment"
+            );
+        }
+        pipeline.set_orphans(&flows, Instant::ZERO);
+    }
     info!(
         instance = %name,
         role = role.name(),
@@ -178,6 +193,9 @@ pub fn run(
     let mut tx_errors = 0u64;
     let log_every = std::time::Duration::from_secs(config.log_every_s);
     let mut next_log = started + log_every;
+    let mut journalled = (0, 0);
+    let mut next_journal = WallInstant::now();
+    write_journal(&journal, &pipeline)?;
     ready(&Status {
         metrics: metrics.as_ref().and_then(|m| m.local_addr().ok()),
     });
@@ -264,6 +282,16 @@ pub fn run(
                 page
             });
         }
+        // The journal of split connections: rewritten when they changed, at most every 100 ms
+        // (a connection opened in the last 100 ms before a crash may be missing from it).
+        if WallInstant::now() >= next_journal {
+            let sig = pipeline.split_signature();
+            if sig != journalled {
+                write_journal(&journal, &pipeline)?;
+                journalled = sig;
+            }
+            next_journal = WallInstant::now() + JOURNAL_EVERY;
+        }
         if config.log_every_s > 0 && WallInstant::now() >= next_log {
             next_log += log_every;
             let c = pipeline.counters();
@@ -281,10 +309,20 @@ pub fn run(
             break;
         }
     }
+    // The relay's connections end with it: the next start resets them (orphans).
+    write_journal(&journal, &pipeline)?;
     info!(instance = %name, "stopping: removing rules and restoring sysctls");
     drop(tuns);
     guard.run()?;
     Ok(())
+}
+
+/// How often the journal of split connections may be rewritten.
+const JOURNAL_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+fn write_journal(file: &Path, pipeline: &Pipeline) -> Result<(), DaemonError> {
+    let text = crate::orphans::journal_text(pipeline.split_connections().into_iter());
+    state::write_atomic(file, &text).map_err(DaemonError::Io)
 }
 
 /// What the daemon tells its caller once it is in the path.

@@ -28,6 +28,21 @@ pub fn path(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.json"))
 }
 
+/// The journal of split connections of instance `name` (see [`crate::orphans`]).
+pub fn journal_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.flows"))
+}
+
+/// Replace `file` with `text` atomically.
+pub fn write_atomic(file: &Path, text: &str) -> io::Result<()> {
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = file.with_extension("tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, file)
+}
+
 /// Read a state file; `Ok(None)` when there is none. A file that cannot be parsed is an error
 /// (nothing is guessed about what to restore).
 pub fn read(file: &Path) -> io::Result<Option<State>> {
@@ -128,7 +143,12 @@ mod tests {
         assert!(!is_live_satpep_stat("6565 (bash) S 1"));
         assert!(!is_live_satpep_stat("6565 (satpep) "));
         assert!(!is_live_satpep_stat("garbage"));
-        assert!(is_live_satpep(std::process::id()) == std::fs::read_to_string("/proc/self/comm").unwrap().starts_with("satpep"));
+        assert!(
+            is_live_satpep(std::process::id())
+                == std::fs::read_to_string("/proc/self/comm")
+                    .unwrap()
+                    .starts_with("satpep")
+        );
     }
 
     #[test]
