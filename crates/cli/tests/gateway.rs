@@ -435,18 +435,23 @@ fn a_gateway_killed_mid_transfer_and_restarted_resets_the_orphaned_connection() 
         .stderr(Stdio::null())
         .spawn()
         .expect("client starts");
+    // Until the relay holds it and has journalled it (at most 100 ms after it opened).
+    let journal = net.dir.path().join("state/gw.flows");
     let deadline = Instant::now() + Duration::from_secs(10);
-    while net.metric("satpep_connections") != Some(1.0) {
+    while !std::fs::read_to_string(&journal).is_ok_and(|j| j.contains(&format!(" {SERVER}:{PORT}")))
+    {
         assert!(
             Instant::now() < deadline,
             "the download never went through the relay"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    assert_eq!(net.metric("satpep_connections"), Some(1.0));
     // kill -9, then a restart as systemd's `Restart=always` would do it.
     gw.kill().expect("kill -9");
     let killed = Instant::now();
     let _ = gw.wait();
+    let held = std::fs::read_to_string(&journal).unwrap_or_default();
     let mut gw = net.start_gateway(&cfg);
     assert_eq!(net.rules().len(), 2, "no duplicate rule: {:?}", net.rules());
     // The relay's state died with it: the two ends' sequence spaces no longer meet, so the new
@@ -456,7 +461,7 @@ fn a_gateway_killed_mid_transfer_and_restarted_resets_the_orphaned_connection() 
     let took = killed.elapsed();
     assert!(
         ended.is_some(),
-        "the client's connection hung after kill -9 and restart: {}\n{}",
+        "the client's connection hung after kill -9 and restart: journal {held:?}\n{}\n{}",
         net.log(),
         net.metrics().unwrap_or_default()
     );
