@@ -105,6 +105,11 @@ impl Host {
         self.subnets.insert(prefix, ());
     }
 
+    /// Send packets for addresses inside `prefix` (another host's subnet) out of `port`.
+    pub fn add_prefix_route(&mut self, prefix: Ipv4Prefix, port: PortId) {
+        self.router.add_prefix_route(prefix, port);
+    }
+
     /// Send packets for destinations no route names out of `port` (what a host that hangs off
     /// one router does).
     pub fn set_default_route(&mut self, port: PortId) {
