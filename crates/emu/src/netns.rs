@@ -146,8 +146,7 @@ impl Watchdog {
         for (ns, dev) in attached {
             cmd.args([ns, dev]);
         }
-        cmd
-            .stdin(Stdio::piped())
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
@@ -318,9 +317,7 @@ impl Namespaces {
         });
         let mut script = String::new();
         // The device's own conf only: no router solicitations into the emulator.
-        script += &format!(
-            "echo 1 > /proc/sys/net/ipv6/conf/{device}/disable_ipv6 2>/dev/null\n"
-        );
+        script += &format!("echo 1 > /proc/sys/net/ipv6/conf/{device}/disable_ipv6 2>/dev/null\n");
         if h.forward {
             script += "echo 1 > /proc/sys/net/ipv4/ip_forward || exit 3\n";
         }

@@ -227,7 +227,8 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
     if opts.shell.is_some() {
         // A shell renumbers the hosts and routes what it does not know through one tunnel:
         // neither fits networks behind hosts or namespaces that exist already.
-        if let Some(n) = (scenario.nodes.iter()).find(|n| n.netns.is_some() || !n.subnets.is_empty())
+        if let Some(n) =
+            (scenario.nodes.iter()).find(|n| n.netns.is_some() || !n.subnets.is_empty())
         {
             return Err(EmuError::Scenario(format!(
                 "node `{}`: `netns` and `subnets` work in `satpep emu`, not in `satpep shell`",

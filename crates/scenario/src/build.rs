@@ -333,11 +333,7 @@ impl<'s> Builder<'s, '_> {
         let at = |i: usize, j: usize| {
             [
                 key("node"),
-                vec![
-                    Seg::Index(i),
-                    Seg::Key("subnets".into()),
-                    Seg::Index(j),
-                ],
+                vec![Seg::Index(i), Seg::Key("subnets".into()), Seg::Index(j)],
             ]
             .concat()
         };

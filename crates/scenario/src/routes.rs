@@ -626,7 +626,10 @@ mod tests {
     fn subnet_of(d: usize, half: bool) -> Vec<Ipv4Prefix> {
         let p = |s: String| s.parse::<Ipv4Prefix>().expect("valid");
         if half {
-            vec![p(format!("172.16.{d}.0/25")), p(format!("172.16.{d}.128/25"))]
+            vec![
+                p(format!("172.16.{d}.0/25")),
+                p(format!("172.16.{d}.128/25")),
+            ]
         } else {
             vec![p(format!("172.16.{d}.0/24"))]
         }

@@ -655,21 +655,53 @@ fn subnets_are_disjoint_prefixes_on_hosts_that_hold_no_other_address() {
     let e = err(&with_node_keys("subnets = [\"10.9.1.0/33\"]\n", ""), &[]);
     check(&e, 3, "node.a.subnets.0", "above 32");
     let e = err(
-        &with_node_keys("subnets = [\"10.9.0.0/16\"]\n", "subnets = [\"10.9.1.0/24\"]\n"),
+        &with_node_keys(
+            "subnets = [\"10.9.0.0/16\"]\n",
+            "subnets = [\"10.9.1.0/24\"]\n",
+        ),
         &[],
     );
-    check(&e, 6, "node.b.subnets.0", "overlaps subnet 10.9.0.0/16 of host `a`");
+    check(
+        &e,
+        6,
+        "node.b.subnets.0",
+        "overlaps subnet 10.9.0.0/16 of host `a`",
+    );
     let e = err(
         &with_node_keys("subnets = [\"10.9.1.0/24\", \"10.9.1.128/25\"]\n", ""),
         &[],
     );
-    check(&e, 3, "node.a.subnets.1", "overlaps subnet 10.9.1.0/24 of this host");
+    check(
+        &e,
+        3,
+        "node.a.subnets.1",
+        "overlaps subnet 10.9.1.0/24 of this host",
+    );
     // b's automatic address is 10.0.1.1; a's own address inside its subnet is allowed.
     let e = err(&with_node_keys("subnets = [\"10.0.0.0/23\"]\n", ""), &[]);
-    check(&e, 3, "node.a.subnets.0", "holds the address 10.0.1.1 of node `b`");
-    assert!(load_str(&with_node_keys("subnets = [\"10.0.0.0/24\"]\n", ""), "g.toml", &[]).is_ok());
-    let text = MINI.replacen("kind = \"router\"\n", "kind = \"router\"\nsubnets = []\n", 1);
-    check(&err(&text, &[]), 8, "node.r.subnets", "networks behind a host");
+    check(
+        &e,
+        3,
+        "node.a.subnets.0",
+        "holds the address 10.0.1.1 of node `b`",
+    );
+    assert!(load_str(
+        &with_node_keys("subnets = [\"10.0.0.0/24\"]\n", ""),
+        "g.toml",
+        &[]
+    )
+    .is_ok());
+    let text = MINI.replacen(
+        "kind = \"router\"\n",
+        "kind = \"router\"\nsubnets = []\n",
+        1,
+    );
+    check(
+        &err(&text, &[]),
+        8,
+        "node.r.subnets",
+        "networks behind a host",
+    );
     // An override is checked like the file.
     let e = err(MINI, &["node.a.subnets=[\"10.0.1.0/24\"]"]);
     assert!(e.message().contains("holds the address 10.0.1.1"), "{e}");
@@ -681,6 +713,15 @@ fn netns_names_an_existing_namespace_for_one_host() {
     check(&e, 6, "node.b.netns", "also the namespace of host `a`");
     let e = err(&with_node_keys("netns = \"../etc\"\n", ""), &[]);
     check(&e, 3, "node.a.netns", "not a namespace name");
-    let text = MINI.replacen("kind = \"router\"\n", "kind = \"router\"\nnetns = \"r\"\n", 1);
-    check(&err(&text, &[]), 8, "node.r.netns", "only a host has a namespace");
+    let text = MINI.replacen(
+        "kind = \"router\"\n",
+        "kind = \"router\"\nnetns = \"r\"\n",
+        1,
+    );
+    check(
+        &err(&text, &[]),
+        8,
+        "node.r.netns",
+        "only a host has a namespace",
+    );
 }
