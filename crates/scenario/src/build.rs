@@ -359,7 +359,7 @@ impl<'s> Builder<'s, '_> {
             }
         }
         // Blame the later-written of two overlapping prefixes.
-        all.sort_unstable_by_key(|&(p, i, j)| (p.network(), p.len(), i, j));
+        all.sort_unstable_by_key(|&(p, i, j)| (p.network(), p.prefix_len(), i, j));
         for w in all.windows(2) {
             let ((a, ai, aj), (b, bi, bj)) = (w[0], w[1]);
             if a.overlaps(&b) {

@@ -54,7 +54,7 @@ impl Ipv4Prefix {
     }
 
     /// The prefix length in bits.
-    pub fn len(&self) -> u8 {
+    pub fn prefix_len(&self) -> u8 {
         self.len
     }
 
@@ -255,7 +255,7 @@ mod tests {
                     .iter()
                     .enumerate()
                     .filter(|(_, (pr, _))| pr.contains(a))
-                    .max_by_key(|(i, (pr, _))| (pr.len(), *i))
+                    .max_by_key(|(i, (pr, _))| (pr.prefix_len(), *i))
                     .map(|(_, (_, v))| *v);
                 prop_assert_eq!(t.lookup(a), want, "{}", a);
             }
