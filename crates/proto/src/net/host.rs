@@ -389,6 +389,11 @@ mod tests {
         h.handle_packet(Instant::ZERO, PortId(0), to([10, 9, 2, 200]));
         let fwd = h.poll_transmit(Instant::ZERO).expect("forwarded");
         assert_eq!((fwd.port, fwd.pkt.id), (PortId(0), 2));
+        // Another host's subnet, by its prefix route rather than the default.
+        h.add_prefix_route("10.9.3.0/24".parse().expect("valid"), PortId(1));
+        h.handle_packet(Instant::ZERO, PortId(0), to([10, 9, 3, 200]));
+        let fwd = h.poll_transmit(Instant::ZERO).expect("forwarded");
+        assert_eq!((fwd.port, fwd.pkt.id), (PortId(1), 3));
         assert!(h.poll_drop().is_none());
     }
 

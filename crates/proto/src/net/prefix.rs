@@ -86,7 +86,9 @@ impl FromStr for Ipv4Prefix {
     fn from_str(s: &str) -> Result<Self, PrefixError> {
         let (addr, len) = s.split_once('/').ok_or(PrefixError::Syntax)?;
         let addr: Ipv4Addr = addr.parse().map_err(|_| PrefixError::Syntax)?;
-        if len.is_empty() || !len.bytes().all(|b| b.is_ascii_digit()) || len.len() > 3 {
+        // Decimal digits without leading zeros (`/024` is more likely a typo than 24).
+        let digits = len.bytes().all(|b| b.is_ascii_digit());
+        if len.is_empty() || !digits || (len.len() > 1 && len.starts_with('0')) {
             return Err(PrefixError::Syntax);
         }
         let len: u32 = len.parse().map_err(|_| PrefixError::Syntax)?;
@@ -181,6 +183,8 @@ mod tests {
             "10.9.1/24",
             "10.9.1.0/",
             "10.9.1.0/+4",
+            "10.9.1.0/024",
+            "10.9.1.0/99999999999",
             "x/8",
             "",
         ] {
@@ -189,6 +193,10 @@ mod tests {
         assert_eq!(
             "10.0.0.0/33".parse::<Ipv4Prefix>(),
             Err(PrefixError::Length(33))
+        );
+        assert_eq!(
+            "10.0.0.0/100".parse::<Ipv4Prefix>(),
+            Err(PrefixError::Length(100))
         );
         let e = "10.9.1.5/24".parse::<Ipv4Prefix>().unwrap_err();
         assert_eq!(
