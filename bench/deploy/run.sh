@@ -82,13 +82,20 @@ ip netns exec "$P-server" python3 "$HERE/xfer.py" serve --port $PORT --cc "$CC" 
 PIDS="$PIDS $!"
 sleep 1
 
+# One transfer of $1 bytes; a failed one (error, short read, sha256 mismatch) ends the run.
 get() {
-    ip netns exec "$P-client" python3 "$HERE/xfer.py" get --host $SERVER --port $PORT --size "$1"
+    if ! r=$(ip netns exec "$P-client" python3 "$HERE/xfer.py" get --host $SERVER --port $PORT --size "$1"); then
+        echo "$r" >>"$OUT/transfers.jsonl"
+        echo "run.sh: the transfer of $1 bytes failed: $r" >&2
+        exit 1
+    fi
+    echo "$r" >>"$OUT/transfers.jsonl"
+    echo "$r"
 }
 : >"$OUT/transfers.jsonl"
-for _ in $(seq "$TTFB_RUNS"); do get 1000 | tee -a "$OUT/transfers.jsonl"; sleep 0.5; done
-for _ in $(seq "$MB1_RUNS"); do get 1000000 | tee -a "$OUT/transfers.jsonl"; sleep 0.5; done
-for _ in $(seq "$MB100_RUNS"); do get 100000000 | tee -a "$OUT/transfers.jsonl"; done
+for _ in $(seq "$TTFB_RUNS"); do get 1000; sleep 0.5; done
+for _ in $(seq "$MB1_RUNS"); do get 1000000; sleep 0.5; done
+for _ in $(seq "$MB100_RUNS"); do get 100000000; done
 
 python3 - "$OUT" "${TERMINAL_CMD:-}" "${GATEWAY_CMD:-}" <<'EOF'
 import json, statistics, sys
@@ -117,4 +124,17 @@ print(f"| {res['mode']} | {f(res['ttfb_1kB_s'])} | {f(res['total_1MB_s'], 2)} | 
 print()
 print(f"medians (min–max, n runs); failed transfers: {len(bad)}; the server saw {', '.join(peers)}")
 print(f"results: {out}/results.json")
+EOF
+
+# Stop the emulator (SIGTERM: it writes summary.json) and say whether it kept time.
+EMU=$(echo $PIDS | cut -d' ' -f1)
+kill -TERM "$EMU"
+wait "$EMU" || true
+PIDS=$(echo $PIDS | cut -s -d' ' -f2-)
+python3 - "$OUT/emu/summary.json" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+late = s["lateness"]
+links = ", ".join(f"{l['name']} {l['error_drops']} error / {l['queue_drops']} queue drops" for l in s["links"])
+print(f"emulator: {s['sim_time_s']:.0f} s; release lateness p50 {late['p50_us']:.1f} µs, p99 {late['p99_us']:.1f} µs, max {late['max_us']:.0f} µs; {links}; unroutable {s['path']['unroutable']}")
 EOF
