@@ -386,6 +386,7 @@ mod tests {
         assert!(h.poll_transmit(Instant::ZERO).is_none());
         let d = h.poll_drop().expect("reported");
         assert_eq!((d.reason, d.id), (crate::DropReason::NoRoute, 1));
+        assert_eq!(h.drop_counts()[crate::DropReason::NoRoute as usize], 1);
         h.handle_packet(Instant::ZERO, PortId(0), to([10, 9, 2, 200]));
         let fwd = h.poll_transmit(Instant::ZERO).expect("forwarded");
         assert_eq!((fwd.port, fwd.pkt.id), (PortId(0), 2));

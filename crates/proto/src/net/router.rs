@@ -81,10 +81,9 @@ impl Router {
         self.prefixes.lookup(dst).or(self.default)
     }
 
-    /// Drop `pkt` as having no route (a host's own subnet in the simulator: nothing is behind
-    /// a modelled host).
+    /// Report `pkt` dropped for want of a route (a host's own subnet in the simulator: nothing
+    /// is behind a modelled host). Only the drop log counts it: the router did not route it.
     pub(crate) fn refuse(&mut self, pkt: &Packet) {
-        self.stats.no_route += 1;
         self.drops.push(Dropped::of(pkt, DropReason::NoRoute));
     }
 
