@@ -228,3 +228,18 @@ fn a_missing_namespace_is_refused_before_anything_is_made() {
     );
     assert!(netns::list(&format!("satpep-{}-", std::process::id())).is_empty());
 }
+
+/// `satpep shell` renumbers hosts into its own block and tunnels what it does not know: it
+/// refuses `subnets` and `netns` instead of misrouting them.
+#[test]
+fn a_shell_refuses_subnets_and_netns() {
+    let _serial = SERIAL.lock();
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = EmuOptions::new(dir.path());
+    opts.shell = Some(vec!["true".into()]);
+    opts.outputs = false;
+    let e = satpep_emu::run(&scenario("sub-x-a", "sub-x-b"), &opts).unwrap_err();
+    assert_eq!(e.exit_code(), 2, "{e}");
+    assert!(e.to_string().contains("not in `satpep shell`"), "{e}");
+}
