@@ -16,7 +16,7 @@
 //! run's namespace.
 //!
 //! A host with `netns = "name"` in the scenario is attached to that existing namespace
-//! instead (see [`Namespaces::attach`]): a TUN device `satpep<pid>` there, with the host's
+//! instead (`Namespaces::attach`): a TUN device `satpep<pid>` there, with the host's
 //! address and explicit routes for the scenario's other addresses and subnets; at the end —
 //! or, after a crash, when its descriptor closes and the watchdog runs — the device goes with
 //! its routes, and the namespace and its processes stay.
