@@ -15,6 +15,12 @@
 //! namespaces until that process exits too: a conservative error, never the removal of a live
 //! run's namespace.
 //!
+//! A host with `netns = "name"` in the scenario is attached to that existing namespace
+//! instead (`Namespaces::attach`): a TUN device `satpep<pid>` there, with the host's
+//! address and explicit routes for the scenario's other addresses and subnets; at the end —
+//! or, after a crash, when its descriptor closes and the watchdog runs — the device goes with
+//! its routes, and the namespace and its processes stay.
+//!
 //! Setup shells out to `ip` (iproute2): it is the tool users know, and what it does is visible
 //! with `ip netns`. Only the TUN ioctl needs the emulator itself inside the namespace (see
 //! [`crate::sys::Tun::create_in_netns`]).
@@ -63,11 +69,17 @@ static RUN: AtomicU32 = AtomicU32::new(0);
 /// One host's namespace and its TUN device.
 #[derive(Debug)]
 pub struct Namespace {
-    /// `satpep-<pid>-<run>-<node>`; for the outer host of a shell, its device's name.
+    /// `satpep-<pid>-<run>-<node>`; the scenario's `netns` for an attached one; for the outer
+    /// host of a shell, its device's name.
     pub name: String,
     /// The host is the namespace this process runs in (a shell's outer host): its device is
     /// removed, the namespace is not.
     pub here: bool,
+    /// The namespace existed before the run (`netns = "…"`): its device is removed, the
+    /// namespace and the processes in it are not.
+    pub attached: bool,
+    /// The TUN device's name inside the namespace.
+    pub device: String,
     /// Scenario node index.
     pub node: usize,
     /// The node's scenario address, assigned to the TUN device.
@@ -101,10 +113,18 @@ struct Watchdog {
     child: std::process::Child,
 }
 
-/// The watchdog's script; `$1` is the namespace name prefix of the run it guards.
+/// The watchdog's script; `$1` is the namespace name prefix of the run it guards, then pairs
+/// of (attached namespace, device) whose device it deletes (normally gone already: a TUN
+/// device vanishes with the emulator's descriptor).
 const WATCHDOG: &str = r#"trap '' INT TERM HUP
 cat >/dev/null
 sleep 0.2  # let the kernel close the dead emulator's other descriptors (TUN devices) first
+prefix=$1; shift
+while [ $# -ge 2 ]; do
+  ip -n "$1" link del "$2" 2>/dev/null
+  shift 2
+done
+set -- "$prefix"
 for ns in $(ls /var/run/netns 2>/dev/null); do
   case "$ns" in
     "$1"*)
@@ -120,10 +140,13 @@ done
 "#;
 
 impl Watchdog {
-    fn spawn(prefix: &str) -> std::io::Result<Self> {
+    fn spawn(prefix: &str, attached: &[(String, String)]) -> std::io::Result<Self> {
         let mut cmd = Command::new("sh");
-        cmd.args(["-c", WATCHDOG, "satpep-watchdog", prefix])
-            .stdin(Stdio::piped())
+        cmd.args(["-c", WATCHDOG, "satpep-watchdog", prefix]);
+        for (ns, dev) in attached {
+            cmd.args([ns, dev]);
+        }
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
@@ -142,24 +165,73 @@ impl Drop for Watchdog {
     }
 }
 
+/// One host to set up (see [`Namespaces::create`]).
+#[derive(Clone, Debug)]
+pub struct HostSetup {
+    /// Scenario node index.
+    pub node: usize,
+    /// Node name.
+    pub name: String,
+    /// The node's scenario address.
+    pub address: Ipv4Addr,
+    /// An existing namespace to attach to (the scenario's `netns`) instead of creating one.
+    pub netns: Option<String>,
+    /// Networks are behind the host (`subnets`): its namespace must forward.
+    pub forward: bool,
+    /// For an attached namespace: the destinations (`a.b.c.d/len`) routed into the device —
+    /// every other node's address and every other host's subnets. A created namespace has a
+    /// default route into its device instead.
+    pub routes: Vec<String>,
+}
+
+/// The TUN device's name in an attached namespace: unique per emulator process (one host per
+/// namespace), within Linux's 15 characters.
+pub fn attached_device() -> String {
+    format!("satpep{}", std::process::id())
+}
+
 impl Namespaces {
-    /// Create one namespace per `(node index, node name, address)`, named for this process and
-    /// run; the host `outer` names (a shell's) gets a device in this process's namespace
-    /// instead. On error, those already created are removed.
-    pub fn create(
-        hosts: &[(usize, String, Ipv4Addr)],
-        outer: Option<&Outer>,
-    ) -> Result<Self, EmuError> {
+    /// Create one namespace per host, named for this process and run, or attach to the
+    /// host's existing namespace (`netns`); the host `outer` names (a shell's) gets a device
+    /// in this process's namespace instead. On error, those already made are removed.
+    pub fn create(hosts: &[HostSetup], outer: Option<&Outer>) -> Result<Self, EmuError> {
+        // Refuse before making anything: an attached namespace must exist and be no run's own.
+        for h in hosts {
+            let Some(ns) = &h.netns else { continue };
+            if ns.starts_with(PREFIX) {
+                return Err(EmuError::Scenario(format!(
+                    "host `{}`: netns `{ns}`: names starting with `{PREFIX}` belong to the \
+                     emulator's own namespaces",
+                    h.name
+                )));
+            }
+            if !Path::new(NETNS_DIR).join(ns).exists() {
+                return Err(EmuError::Scenario(format!(
+                    "host `{}`: network namespace `{ns}` does not exist (no {NETNS_DIR}/{ns}); \
+                     create it first (`ip netns add {ns}`, or bench/deploy/topology.sh up)",
+                    h.name
+                )));
+            }
+        }
         let run = RUN.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
         let prefix = format!("{PREFIX}{pid}-{run}-");
+        let device = attached_device();
+        let attached: Vec<(String, String)> = (hosts.iter())
+            .filter_map(|h| Some((h.netns.clone()?, device.clone())))
+            .collect();
         let mut me = Self {
             list: Vec::new(),
-            watchdog: Some(Watchdog::spawn(&prefix).map_err(|e| {
+            watchdog: Some(Watchdog::spawn(&prefix, &attached).map_err(|e| {
                 EmuError::Setup(format!("cannot start the clean-up watchdog (sh): {e}"))
             })?),
         };
-        for (node, name, address) in hosts {
+        for h in hosts {
+            let (node, name, address) = (&h.node, &h.name, &h.address);
+            if let Some(ns) = &h.netns {
+                me.attach(h, ns, &device)?;
+                continue;
+            }
             if let Some(o) = outer.filter(|o| o.node == *node) {
                 let tun = Tun::create_here(&o.device).map_err(|e| {
                     EmuError::Privileges(format!("cannot create TUN device {}: {e}", o.device))
@@ -173,6 +245,8 @@ impl Namespaces {
                 me.list.push(Namespace {
                     name: o.device.clone(),
                     here: true,
+                    attached: false,
+                    device: o.device.clone(),
                     node: *node,
                     address: *address,
                     tun: Some(tun),
@@ -197,11 +271,13 @@ impl Namespaces {
             me.list.push(Namespace {
                 name: ns.clone(),
                 here: false,
+                attached: false,
+                device: TUN_NAME.into(),
                 node: *node,
                 address: *address,
                 tun: None,
             });
-            set_sysctls(&ns, outer.is_some())?;
+            set_sysctls(&ns, outer.is_some() || h.forward)?;
             let tun = Tun::create_in_netns(&Path::new(NETNS_DIR).join(&ns), TUN_NAME)
                 .map_err(|e| EmuError::Privileges(format!("cannot create TUN device: {e}")))?;
             if let Some(last) = me.list.last_mut() {
@@ -221,13 +297,69 @@ impl Namespaces {
         Ok(me)
     }
 
+    /// Put a TUN device into the existing namespace `ns` for host `h`: the host's address on
+    /// it, a route into it for each of `h.routes`, forwarding on when subnets are behind the
+    /// host. Nothing else of the namespace changes; no default route is added, so the
+    /// namespace keeps its own routes for everything outside the scenario. A route that
+    /// already exists there (the namespace routes that network elsewhere) is an error.
+    fn attach(&mut self, h: &HostSetup, ns: &str, device: &str) -> Result<(), EmuError> {
+        let tun = Tun::create_in_netns(&Path::new(NETNS_DIR).join(ns), device).map_err(|e| {
+            EmuError::Privileges(format!("cannot create TUN device {device} in {ns}: {e}"))
+        })?;
+        self.list.push(Namespace {
+            name: ns.to_owned(),
+            here: false,
+            attached: true,
+            device: device.to_owned(),
+            node: h.node,
+            address: h.address,
+            tun: Some(tun),
+        });
+        let mut script = String::new();
+        // The device's own conf only: no router solicitations into the emulator.
+        script += &format!("echo 1 > /proc/sys/net/ipv6/conf/{device}/disable_ipv6 2>/dev/null\n");
+        if h.forward {
+            script += "echo 1 > /proc/sys/net/ipv4/ip_forward || exit 3\n";
+        }
+        script += "exit 0\n";
+        let out = command_in(ns, &script)
+            .output()
+            .map_err(|e| EmuError::Setup(format!("{ns}: cannot run ip netns exec: {e}")))?;
+        if !out.status.success() {
+            return Err(EmuError::Setup(format!(
+                "{ns}: cannot set net.ipv4.ip_forward (host `{}` has subnets)",
+                h.name
+            )));
+        }
+        let mut batch = format!(
+            "link set {device} mtu {MTU} txqueuelen {TXQUEUELEN} up\n\
+             addr add {}/32 dev {device}\n",
+            h.address
+        );
+        for r in &h.routes {
+            batch += &format!("route add {r} dev {device} src {}\n", h.address);
+        }
+        ip_batch(Some(ns), &batch).map_err(|e| {
+            EmuError::Setup(format!(
+                "namespace {ns} (host `{}`): {e}; a route satpep adds there ({}) may already \
+                 exist (`ip -n {ns} route`)",
+                h.name,
+                h.routes.join(", ")
+            ))
+        })
+    }
+
     /// Remove every namespace now (also done on drop).
     pub fn teardown(&mut self) {
         for mut ns in self.list.drain(..) {
             // Close the TUN first: a device still open when its namespace dies would be moved
             // to the root namespace instead of vanishing.
             drop(ns.tun.take());
-            if !ns.here {
+            if ns.attached {
+                // Closing it removed the device with its address and routes; this only
+                // reports nothing when the device is gone, as it should be.
+                let _ = ip(&["-n", &ns.name, "link", "del", &ns.device]);
+            } else if !ns.here {
                 remove(&ns.name);
             }
         }

@@ -225,6 +225,16 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
     let mut outer = None;
     let mut shell_env = Vec::new();
     if opts.shell.is_some() {
+        // A shell renumbers the hosts and routes what it does not know through one tunnel:
+        // neither fits networks behind hosts or namespaces that exist already.
+        if let Some(n) =
+            (scenario.nodes.iter()).find(|n| n.netns.is_some() || !n.subnets.is_empty())
+        {
+            return Err(EmuError::Scenario(format!(
+                "node `{}`: `netns` and `subnets` work in `satpep emu`, not in `satpep shell`",
+                n.name
+            )));
+        }
         let plan = shell_plan()?;
         renumbered = scenario.clone();
         for (i, &n) in host_nodes.iter().enumerate() {
@@ -252,11 +262,8 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
             plan.child().map(|c| c.cidr()).unwrap_or_default(),
         ));
     }
-    let hosts: Vec<(usize, String, Ipv4Addr)> = host_nodes
-        .iter()
-        .map(|&i| (i, scenario.nodes[i].name.clone(), scenario.nodes[i].address))
-        .collect();
-    let known: Vec<Ipv4Addr> = hosts.iter().map(|h| h.2).collect();
+    let hosts = host_setups(scenario, &host_nodes);
+    let known: Vec<Ipv4Addr> = hosts.iter().map(|h| h.address).collect();
 
     let stale_removed = netns::clean_stale();
     if opts.outputs {
@@ -932,6 +939,35 @@ impl CommandRecord {
 }
 
 /// Add an `"emu"` object to `dir/run.json` (when it exists): the commands, the kernel, the
+/// What [`Namespaces::create`] sets up for each host: an attached namespace (`netns`) gets a
+/// route into its device for every other node's address and every other host's subnet.
+fn host_setups(scenario: &Scenario, host_nodes: &[usize]) -> Vec<netns::HostSetup> {
+    host_nodes
+        .iter()
+        .map(|&i| {
+            let n = &scenario.nodes[i];
+            let routes = match n.netns {
+                None => Vec::new(),
+                Some(_) => (scenario.nodes.iter().enumerate())
+                    .filter(|&(k, _)| k != i)
+                    .flat_map(|(_, o)| {
+                        std::iter::once(format!("{}/32", o.address))
+                            .chain(o.subnets.iter().map(ToString::to_string))
+                    })
+                    .collect(),
+            };
+            netns::HostSetup {
+                node: i,
+                name: n.name.clone(),
+                address: n.address,
+                netns: n.netns.clone(),
+                forward: !n.subnets.is_empty(),
+                routes,
+            }
+        })
+        .collect()
+}
+
 /// sysctls written in the hosts' namespaces with the values read back, and each host's
 /// namespace, address and TCP congestion control. Best effort: a run.json that cannot be
 /// read or written is left as it is.
@@ -965,7 +1001,7 @@ fn record_environment(
                 .find(|(key, _)| key == k)
                 .map(|(_, v)| v.clone())
         };
-        if !ns.here && sysctls.is_empty() {
+        if !ns.here && !ns.attached && sysctls.is_empty() {
             // The same in every namespace the run made; a key that could not be written keeps
             // the kernel's default, which is what is recorded.
             for (k, wanted) in &asked {
@@ -978,7 +1014,8 @@ fn record_environment(
         hosts.push(serde_json::json!({
             "host": scenario.nodes[ns.node].name,
             "namespace": if ns.here { None } else { Some(&ns.name) },
-            "device": if ns.here { ns.name.as_str() } else { netns::TUN_NAME },
+            "device": ns.device,
+            "attached": ns.attached,
             "address": ns.address.to_string(),
             "congestion_control": get("net/ipv4/tcp_congestion_control"),
         }));

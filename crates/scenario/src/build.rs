@@ -13,6 +13,7 @@ use std::net::Ipv4Addr;
 
 use satpep_proto::link::LinkConfig;
 use satpep_proto::middlebox::MiddleboxConfig;
+use satpep_proto::net::Ipv4Prefix;
 use satpep_proto::tcp::TcpConfig;
 use satpep_proto::{Bitrate, Duration};
 use serde::de::DeserializeOwned;
@@ -51,7 +52,7 @@ const ROOT_KEYS: &[&str] = &[
     "sweep",
 ];
 const DEFAULTS_KEYS: &[&str] = &["tcp", "link"];
-const NODE_KEYS: &[&str] = &["name", "kind", "address", "middlebox"];
+const NODE_KEYS: &[&str] = &["name", "kind", "address", "middlebox", "subnets", "netns"];
 const LINK_OWN_KEYS: &[&str] = &["name", "from", "to"];
 const ROUTE_KEYS: &[&str] = &["node", "dst", "link"];
 const FLOW_KEYS: &[&str] = &[
@@ -215,11 +216,41 @@ impl<'s> Builder<'s, '_> {
                     Some(mb)
                 }
             };
+            let subnets = self.subnets(t, &path, kind)?;
+            let netns = match self.get::<String>(t, &path, "netns")? {
+                None => None,
+                Some(ns) => {
+                    let ns_path = join(&path, "netns");
+                    if kind != NodeKind::Host {
+                        return Err(self.err(
+                            &ns_path,
+                            "only a host has a namespace (`kind = \"host\"`); routers live \
+                             inside the emulator",
+                        ));
+                    }
+                    if let Some(problem) = netns_problem(&ns) {
+                        return Err(self.err(&ns_path, problem));
+                    }
+                    if let Some(other) = nodes.iter().find(|n| n.netns.as_ref() == Some(&ns)) {
+                        return Err(self.err(
+                            &ns_path,
+                            format!(
+                                "namespace `{ns}` is also the namespace of host `{}`; \
+                                 attach one host per namespace",
+                                other.name
+                            ),
+                        ));
+                    }
+                    Some(ns)
+                }
+            };
             nodes.push(NodeSpec {
                 name,
                 kind,
                 address,
                 middlebox,
+                subnets,
+                netns,
             });
         }
         let mut seen: HashMap<Ipv4Addr, usize> = HashMap::new();
@@ -242,10 +273,113 @@ impl<'s> Builder<'s, '_> {
                 ),
             ));
         }
+        self.check_subnets(&nodes)?;
         Ok(Nodes {
             specs: nodes,
             index,
         })
+    }
+
+    /// A node's `subnets`: an array of IPv4 prefixes, on hosts only.
+    fn subnets(&self, t: &Table, path: &[Seg], kind: NodeKind) -> Result<Vec<Ipv4Prefix>> {
+        let Some(v) = t.get("subnets") else {
+            return Ok(Vec::new());
+        };
+        let path = join(path, "subnets");
+        if kind != NodeKind::Host {
+            return Err(self.err(
+                &path,
+                "subnets are networks behind a host (`kind = \"host\"`); a router routes \
+                 them without being told",
+            ));
+        }
+        let Some(items) = v.as_array() else {
+            return Err(self.err(
+                &path,
+                format!(
+                    "expected an array of prefixes such as [\"10.9.1.0/24\"], got {}",
+                    type_name(v)
+                ),
+            ));
+        };
+        (items.iter().enumerate())
+            .map(|(j, item)| {
+                let at = join_index(&path, j);
+                let Some(text) = item.as_str() else {
+                    return Err(self.err(
+                        &at,
+                        format!(
+                            "expected an IPv4 prefix such as \"10.9.1.0/24\", got {}",
+                            type_name(item)
+                        ),
+                    ));
+                };
+                text.parse::<Ipv4Prefix>()
+                    .map_err(|e| self.err(&at, e.to_string()))
+            })
+            .collect()
+    }
+
+    /// Subnets are pairwise disjoint and hold no other node's address, so that every address
+    /// has one owner: sorted by first address, two prefixes overlap only if neighbours do
+    /// (prefixes nest or are disjoint), and a binary search finds any address inside one.
+    fn check_subnets(&self, nodes: &[NodeSpec]) -> Result<()> {
+        let mut all: Vec<(Ipv4Prefix, usize, usize)> = (nodes.iter().enumerate())
+            .flat_map(|(i, n)| n.subnets.iter().enumerate().map(move |(j, p)| (*p, i, j)))
+            .collect();
+        if all.is_empty() {
+            return Ok(());
+        }
+        let at = |i: usize, j: usize| {
+            [
+                key("node"),
+                vec![Seg::Index(i), Seg::Key("subnets".into()), Seg::Index(j)],
+            ]
+            .concat()
+        };
+        let mut addresses: Vec<(Ipv4Addr, usize)> = (nodes.iter().enumerate())
+            .map(|(i, n)| (n.address, i))
+            .collect();
+        addresses.sort_unstable();
+        for &(p, i, j) in &all {
+            let first = addresses.partition_point(|(a, _)| *a < p.network());
+            let inside = addresses[first..]
+                .iter()
+                .take_while(|(a, _)| *a <= p.last())
+                .find(|&&(_, k)| k != i);
+            if let Some(&(a, k)) = inside {
+                return Err(self.err(
+                    &at(i, j),
+                    format!(
+                        "subnet {p} holds the address {a} of node `{}`; a subnet must not hold \
+                         another node's address",
+                        nodes[k].name
+                    ),
+                ));
+            }
+        }
+        // Blame the later-written of two overlapping prefixes.
+        all.sort_unstable_by_key(|&(p, i, j)| (p.network(), p.prefix_len(), i, j));
+        for w in all.windows(2) {
+            let ((a, ai, aj), (b, bi, bj)) = (w[0], w[1]);
+            if a.overlaps(&b) {
+                let ((p, i, j), (q, k, _)) = if (ai, aj) > (bi, bj) {
+                    ((a, ai, aj), (b, bi, bj))
+                } else {
+                    ((b, bi, bj), (a, ai, aj))
+                };
+                let whose = if k == i {
+                    "of this host".to_owned()
+                } else {
+                    format!("of host `{}`", nodes[k].name)
+                };
+                return Err(self.err(
+                    &at(i, j),
+                    format!("subnet {p} overlaps subnet {q} {whose}; subnets must be disjoint"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn links(&self, nodes: &Nodes) -> Result<Vec<LinkSpec>> {
@@ -911,6 +1045,22 @@ fn unknown_name<'n>(what: &str, name: &str, known: impl Iterator<Item = &'n Stri
             known.join(", ")
         }
     )
+}
+
+/// Why `name` cannot be a network namespace name (`ip netns` keeps them as file names), if it
+/// cannot.
+fn netns_problem(name: &str) -> Option<String> {
+    let ok = (1..=64).contains(&name.len())
+        && !name.starts_with(['.', '-'])
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+    (!ok).then(|| {
+        format!(
+            "{name:?} is not a namespace name: 1 to 64 letters, digits, `_`, `.` or `-`, \
+             not starting with `.` or `-`"
+        )
+    })
 }
 
 /// `10.<index / 256>.<index % 256>.1` for the first 65 536 nodes, then the same with the last

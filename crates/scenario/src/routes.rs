@@ -14,7 +14,9 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use crate::spec::LinkSpec;
+use satpep_proto::net::Ipv4Prefix;
+
+use crate::spec::{LinkSpec, NodeSpec};
 
 /// Most hops between a node and the core it hangs from: a deeper node could not be reached
 /// within IPv4's TTL anyway, and the bound keeps every lookup to a few hundred steps.
@@ -305,6 +307,24 @@ impl Routes {
         down.chain(across).chain(self.overrides.iter().copied())
     }
 
+    /// The routes toward hosts' `subnets` a node must hold beside [`Routes::entries`]: a
+    /// subnet goes where its host's address goes, so each `(node, host, link)` entry is
+    /// repeated for every subnet of the host, as `(node, subnet, link)`. Nodes whose default
+    /// route already leads there hold nothing more. Linear in the entries times the subnets.
+    pub fn subnet_entries<'a>(
+        &'a self,
+        nodes: &'a [NodeSpec],
+    ) -> impl Iterator<Item = (usize, Ipv4Prefix, usize)> + 'a {
+        let any = nodes.iter().any(|n| !n.subnets.is_empty());
+        (any.then(|| self.entries()))
+            .into_iter()
+            .flatten()
+            .flat_map(move |(n, d, l)| {
+                let subnets = nodes.get(d).map_or(&[][..], |h| &h.subnets[..]);
+                subnets.iter().map(move |p| (n, *p, l))
+            })
+    }
+
     /// The link a stub sends everything not in its subtree to (its only way out); `None` for
     /// core nodes.
     pub fn default_link(&self, node: usize) -> Option<usize> {
@@ -589,6 +609,81 @@ mod tests {
                 (n, links)
             })
         })
+    }
+
+    fn node(i: usize, subnets: Vec<Ipv4Prefix>) -> NodeSpec {
+        NodeSpec {
+            name: format!("n{i}"),
+            kind: crate::spec::NodeKind::Host,
+            address: std::net::Ipv4Addr::new(10, 0, i as u8, 1),
+            middlebox: None,
+            subnets,
+            netns: None,
+        }
+    }
+
+    /// The subnet `172.16.d.0/24` of node d, or 172.16.d.0/25 and .128/25 for some.
+    fn subnet_of(d: usize, half: bool) -> Vec<Ipv4Prefix> {
+        let p = |s: String| s.parse::<Ipv4Prefix>().expect("valid");
+        if half {
+            vec![
+                p(format!("172.16.{d}.0/25")),
+                p(format!("172.16.{d}.128/25")),
+            ]
+        } else {
+            vec![p(format!("172.16.{d}.0/24"))]
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+        /// Installed in real routers as the simulator installs them (default route for stubs,
+        /// address entries, subnet entries), an address inside a host's subnet leaves every
+        /// node by the link the full search gives toward that host; an address outside every
+        /// subnet is caught by no prefix route.
+        #[test]
+        fn subnets_are_routed_as_their_hosts(
+            g in graph(),
+            owners in prop::collection::vec(0u8..3, 14),
+        ) {
+            use satpep_proto::net::Router;
+            use satpep_proto::PortId;
+            let (n, links) = g;
+            let nodes: Vec<NodeSpec> = (0..n)
+                .map(|i| match owners[i] {
+                    0 => node(i, Vec::new()),
+                    k => node(i, subnet_of(i, k == 2)),
+                })
+                .collect();
+            let r = routes(n, &links);
+            let mut routers: Vec<Router> = (0..n).map(|_| Router::new()).collect();
+            let port = |l: usize| PortId(l as u16);
+            for (i, rt) in routers.iter_mut().enumerate() {
+                if let Some(l) = r.default_link(i) {
+                    rt.set_default_route(port(l));
+                }
+            }
+            for (i, d, l) in r.entries() {
+                routers[i].add_route(nodes[d].address, port(l));
+            }
+            for (i, p, l) in r.subnet_entries(&nodes) {
+                routers[i].add_prefix_route(p, port(l));
+            }
+            let reference = all_pairs(n, &links);
+            for (i, row) in reference.iter().enumerate() {
+                let foreign = std::net::Ipv4Addr::new(172, 17, 0, 1);
+                prop_assert_eq!(routers[i].route_of(foreign), r.default_link(i).map(port));
+                for (d, &want) in row.iter().enumerate() {
+                    let Some(want) = want else { continue };
+                    for p in &nodes[d].subnets {
+                        let inside = std::net::Ipv4Addr::from(u32::from(p.network()) | 77);
+                        prop_assert_eq!(
+                            routers[i].route_of(inside), Some(port(want)), "{} → {}", i, p
+                        );
+                    }
+                }
+            }
+        }
     }
 
     proptest! {

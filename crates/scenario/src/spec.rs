@@ -9,6 +9,7 @@ use std::net::Ipv4Addr;
 use satpep_proto::dama::DamaConfig;
 use satpep_proto::link::LinkConfig;
 use satpep_proto::middlebox::MiddleboxConfig;
+use satpep_proto::net::Ipv4Prefix;
 use satpep_proto::tcp::TcpConfig;
 use satpep_proto::{ByteSize, Duration};
 use serde::{Deserialize, Serialize};
@@ -67,6 +68,17 @@ pub struct NodeSpec {
     pub address: Ipv4Addr,
     /// A mechanism in this router's forwarding path. Default: none (routers only).
     pub middlebox: Option<MiddleboxConfig>,
+    /// Networks behind this host (hosts only): every node routes packets for them toward the
+    /// host, as it routes the host's own address (`[[route]]` overrides included); longest
+    /// prefix after exact addresses. Pairwise disjoint across the scenario, and none holds
+    /// another node's address. In `sim` a host drops what arrives for them (`no_route`); in
+    /// `emu` they reach the host's namespace, which forwards them. Default: none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub subnets: Vec<Ipv4Prefix>,
+    /// `emu` only: an existing network namespace to attach this host to instead of creating
+    /// one (hosts only; one host per namespace). Ignored by `sim`. Default: none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub netns: Option<String>,
 }
 
 /// One simplex link.
@@ -219,6 +231,13 @@ impl Scenario {
             e.insert("address".into(), n.address.to_string().into());
             if let Some(mb) = &n.middlebox {
                 e.insert("middlebox".into(), to_value(mb));
+            }
+            if !n.subnets.is_empty() {
+                let s = n.subnets.iter().map(|p| Value::from(p.to_string()));
+                e.insert("subnets".into(), Value::Array(s.collect()));
+            }
+            if let Some(ns) = &n.netns {
+                e.insert("netns".into(), ns.clone().into());
             }
             Value::Table(e)
         });

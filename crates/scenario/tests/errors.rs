@@ -625,3 +625,103 @@ fn element_counts_and_sweep_memory_are_bounded() {
         "{e}"
     );
 }
+
+/// MINI with `a_keys` after node a's name (line 3 on) and `b_keys` after node b's name.
+fn with_node_keys(a_keys: &str, b_keys: &str) -> String {
+    MINI.replacen("name = \"a\"\n", &format!("name = \"a\"\n{a_keys}"), 1)
+        .replacen("name = \"b\"\n", &format!("name = \"b\"\n{b_keys}"), 1)
+}
+
+#[test]
+fn subnets_are_disjoint_prefixes_on_hosts_that_hold_no_other_address() {
+    let ok = with_node_keys(
+        "subnets = [\"10.9.1.0/24\", \"10.9.2.0/24\"]\n",
+        "subnets = [\"10.8.0.0/16\"]\nnetns = \"spd-b\"\n",
+    );
+    let l = load_str(&ok, "geo.toml", &[]).unwrap();
+    let a = &l.scenario.nodes[0];
+    let shown: Vec<String> = a.subnets.iter().map(ToString::to_string).collect();
+    assert_eq!(shown, ["10.9.1.0/24", "10.9.2.0/24"]);
+    assert_eq!(l.scenario.nodes[1].netns.as_deref(), Some("spd-b"));
+    // Written back for run.json, and read again to the same scenario.
+    let again = load_str(&toml::to_string(&l.resolved).unwrap(), "geo.toml", &[]).unwrap();
+    assert_eq!(again.scenario, l.scenario);
+
+    // Line 3 is a's first key line; b's is line 5, or 6 after one line of a's.
+    let e = err(&with_node_keys("", "subnets = [\"10.9.1.5/24\"]\n"), &[]);
+    check(&e, 5, "node.b.subnets.0", "the network is 10.9.1.0/24");
+    let e = err(&with_node_keys("subnets = \"10.9.1.0/24\"\n", ""), &[]);
+    check(&e, 3, "node.a.subnets", "expected an array of prefixes");
+    let e = err(&with_node_keys("subnets = [\"10.9.1.0/33\"]\n", ""), &[]);
+    check(&e, 3, "node.a.subnets.0", "above 32");
+    let e = err(
+        &with_node_keys(
+            "subnets = [\"10.9.0.0/16\"]\n",
+            "subnets = [\"10.9.1.0/24\"]\n",
+        ),
+        &[],
+    );
+    check(
+        &e,
+        6,
+        "node.b.subnets.0",
+        "overlaps subnet 10.9.0.0/16 of host `a`",
+    );
+    let e = err(
+        &with_node_keys("subnets = [\"10.9.1.0/24\", \"10.9.1.128/25\"]\n", ""),
+        &[],
+    );
+    check(
+        &e,
+        3,
+        "node.a.subnets.1",
+        "overlaps subnet 10.9.1.0/24 of this host",
+    );
+    // b's automatic address is 10.0.1.1; a's own address inside its subnet is allowed.
+    let e = err(&with_node_keys("subnets = [\"10.0.0.0/23\"]\n", ""), &[]);
+    check(
+        &e,
+        3,
+        "node.a.subnets.0",
+        "holds the address 10.0.1.1 of node `b`",
+    );
+    assert!(load_str(
+        &with_node_keys("subnets = [\"10.0.0.0/24\"]\n", ""),
+        "g.toml",
+        &[]
+    )
+    .is_ok());
+    let text = MINI.replacen(
+        "kind = \"router\"\n",
+        "kind = \"router\"\nsubnets = []\n",
+        1,
+    );
+    check(
+        &err(&text, &[]),
+        8,
+        "node.r.subnets",
+        "networks behind a host",
+    );
+    // An override is checked like the file.
+    let e = err(MINI, &["node.a.subnets=[\"10.0.1.0/24\"]"]);
+    assert!(e.message().contains("holds the address 10.0.1.1"), "{e}");
+}
+
+#[test]
+fn netns_names_an_existing_namespace_for_one_host() {
+    let e = err(&with_node_keys("netns = \"x\"\n", "netns = \"x\"\n"), &[]);
+    check(&e, 6, "node.b.netns", "also the namespace of host `a`");
+    let e = err(&with_node_keys("netns = \"../etc\"\n", ""), &[]);
+    check(&e, 3, "node.a.netns", "not a namespace name");
+    let text = MINI.replacen(
+        "kind = \"router\"\n",
+        "kind = \"router\"\nnetns = \"r\"\n",
+        1,
+    );
+    check(
+        &err(&text, &[]),
+        8,
+        "node.r.netns",
+        "only a host has a namespace",
+    );
+}

@@ -367,12 +367,34 @@ impl Simulation {
                     for (d, dst) in scenario.nodes.iter().enumerate() {
                         if let Some(l) = routes.next(n, d) {
                             h.add_route(dst.address, link_port[l]);
+                            for &p in &dst.subnets {
+                                h.add_prefix_route(p, link_port[l]);
+                            }
                         }
                     }
                     None
                 }
                 SimNode::Link(_) | SimNode::Dama(_) => None,
             };
+        }
+        // Subnets behind hosts: delivered to (emulator) or dropped at (simulator) their host,
+        // and routed everywhere else as the host's own address is.
+        for (n, spec) in scenario.nodes.iter().enumerate() {
+            for &p in &spec.subnets {
+                match &mut nodes[n] {
+                    SimNode::Host(h) => h.add_subnet(p),
+                    SimNode::External(h) => h.add_subnet(p),
+                    _ => {}
+                }
+            }
+        }
+        for (n, p, l) in scenario.routes.subnet_entries(&scenario.nodes) {
+            match &mut nodes[n] {
+                SimNode::Host(h) => h.add_prefix_route(p, link_port[l]),
+                SimNode::Router(r) => r.add_prefix_route(p, link_port[l]),
+                SimNode::External(h) => h.add_prefix_route(p, link_port[l]),
+                SimNode::Link(_) | SimNode::Dama(_) => {}
+            }
         }
         for (n, d, l) in scenario.routes.entries() {
             let dst = scenario.nodes[d].address;

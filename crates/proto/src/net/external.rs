@@ -6,6 +6,7 @@
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
+use super::prefix::{Ipv4Prefix, PrefixTable};
 use super::router::Router;
 use crate::node::{DropLog, DropReason, Dropped};
 use crate::{Instant, Node, Packet, PortId, Transmit};
@@ -32,6 +33,8 @@ pub struct ExternalStats {
 pub struct ExternalHost {
     addr: Ipv4Addr,
     routes: Router,
+    /// Networks behind the outside host (`subnets`): delivered to it like its own address.
+    subnets: PrefixTable<()>,
     out: VecDeque<Transmit>,
     received: VecDeque<Packet>,
     stats: ExternalStats,
@@ -44,6 +47,7 @@ impl ExternalHost {
         Self {
             addr,
             routes: Router::new(),
+            subnets: PrefixTable::default(),
             out: VecDeque::new(),
             received: VecDeque::new(),
             stats: ExternalStats::default(),
@@ -55,6 +59,19 @@ impl ExternalHost {
     /// as unroutable: nothing in the scenario could deliver it.
     pub fn add_route(&mut self, dst: Ipv4Addr, port: PortId) {
         self.routes.add_route(dst, port);
+    }
+
+    /// Send packets for addresses inside `prefix` out of `port` (a subnet behind another
+    /// host), unless an address route or a longer prefix says otherwise.
+    pub fn add_prefix_route(&mut self, prefix: Ipv4Prefix, port: PortId) {
+        self.routes.add_prefix_route(prefix, port);
+    }
+
+    /// Network `prefix` is behind the outside host (a LAN behind a real router): packets for
+    /// it are handed to the driver as if addressed to the host, TTL untouched — the real host
+    /// forwards them and decrements it.
+    pub fn add_subnet(&mut self, prefix: Ipv4Prefix) {
+        self.subnets.insert(prefix, ());
     }
 
     /// The outside host sent `pkt`: it leaves by the port its destination is routed to.
@@ -93,10 +110,13 @@ impl ExternalHost {
 
 impl Node for ExternalHost {
     fn handle_packet(&mut self, now: Instant, port: PortId, pkt: Packet) {
-        let for_us = pkt
-            .header()
-            .get(16..20)
-            .is_some_and(|d| d == self.addr.octets());
+        let for_us = pkt.header().get(16..20).is_some_and(|d| {
+            d == self.addr.octets()
+                || (!self.subnets.is_empty()
+                    && (self.subnets)
+                        .lookup(Ipv4Addr::new(d[0], d[1], d[2], d[3]))
+                        .is_some())
+        });
         if !for_us {
             // Not ours: forward as a router would (any node of a scenario may forward).
             self.routes.handle_packet(now, port, pkt);
@@ -175,6 +195,34 @@ mod tests {
         assert!(h.poll_received().is_none());
         let fwd = h.poll_transmit(Instant::ZERO).expect("forwarded");
         assert_eq!((fwd.port.0, fwd.pkt.header()[8]), (1, 63));
+    }
+
+    /// A subnet behind the outside host is delivered to it untouched; a subnet behind another
+    /// host is routed toward that host; anything else stays unroutable.
+    #[test]
+    fn subnets_behind_it_are_delivered_and_others_routed() {
+        let pre = |s: &str| s.parse::<Ipv4Prefix>().expect("valid");
+        let mut h = ExternalHost::new(Ipv4Addr::new(10, 77, 0, 1));
+        h.add_subnet(pre("10.77.1.0/24"));
+        h.add_route(Ipv4Addr::new(10, 77, 0, 2), PortId(0));
+        h.add_prefix_route(pre("10.77.2.0/24"), PortId(0));
+        h.handle_packet(Instant::ZERO, PortId(0), ipv4_to([10, 77, 1, 2], b"in"));
+        let got = h.poll_received().expect("delivered");
+        assert_eq!((got.payload(), got.header()[8]), (Some(&b"in"[..]), 64));
+        assert!(h.poll_transmit(Instant::ZERO).is_none());
+        h.send(ipv4_to([10, 77, 2, 2], b"out"));
+        h.send(ipv4_to([10, 77, 3, 2], b"lost"));
+        let tx = h.poll_transmit(Instant::ZERO).expect("routed");
+        assert_eq!((tx.port, tx.pkt.payload()), (PortId(0), Some(&b"out"[..])));
+        assert!(h.poll_transmit(Instant::ZERO).is_none());
+        assert_eq!(h.stats().unroutable, 1);
+        // Transit for another host's subnet is forwarded, not delivered.
+        h.handle_packet(Instant::ZERO, PortId(0), ipv4_to([10, 77, 2, 9], b"t"));
+        assert!(h.poll_received().is_none());
+        assert_eq!(
+            h.poll_transmit(Instant::ZERO).map(|t| t.port),
+            Some(PortId(0))
+        );
     }
 }
 

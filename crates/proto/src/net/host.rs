@@ -9,6 +9,7 @@ use crate::wire::{emit_ipv4_tcp, parse_packet, Ipv4Repr};
 use crate::{Instant, Node, Packet, PortId, Transmit};
 
 use super::apps::App;
+use super::prefix::{Ipv4Prefix, PrefixTable};
 use super::router::Router;
 
 /// Which end of a flow a connection is.
@@ -69,6 +70,8 @@ pub struct Host {
     stats: HostStats,
     /// Forwarding of packets addressed to other nodes.
     router: Router,
+    /// Networks the scenario places behind this host (`subnets`).
+    subnets: PrefixTable<()>,
 }
 
 impl Host {
@@ -86,12 +89,25 @@ impl Host {
             done: 0,
             stats: HostStats::default(),
             router: Router::new(),
+            subnets: PrefixTable::default(),
         }
     }
 
     /// Send packets for `dst` out of `port`.
     pub fn add_route(&mut self, dst: Ipv4Addr, port: PortId) {
         self.router.add_route(dst, port);
+    }
+
+    /// The scenario places network `prefix` behind this host. A modelled host has nothing
+    /// behind it: packets for the prefix are dropped and counted as `no_route` (in the
+    /// emulator an [`ExternalHost`](super::ExternalHost) hands them to the real host instead).
+    pub fn add_subnet(&mut self, prefix: Ipv4Prefix) {
+        self.subnets.insert(prefix, ());
+    }
+
+    /// Send packets for addresses inside `prefix` (another host's subnet) out of `port`.
+    pub fn add_prefix_route(&mut self, prefix: Ipv4Prefix, port: PortId) {
+        self.router.add_prefix_route(prefix, port);
     }
 
     /// Send packets for destinations no route names out of `port` (what a host that hangs off
@@ -182,11 +198,16 @@ fn c_deadline(c: &mut Conn, start: Option<Instant>) {
 
 impl Node for Host {
     fn handle_packet(&mut self, now: Instant, port: PortId, pkt: Packet) {
-        if pkt
+        if let Some(d) = pkt
             .header()
             .get(16..20)
-            .is_some_and(|d| d != self.addr.octets())
+            .filter(|d| *d != self.addr.octets())
         {
+            if !self.subnets.is_empty() && self.subnets.lookup(ipv4(d)).is_some() {
+                // For the network behind us, where nothing is modelled.
+                self.router.refuse(&pkt);
+                return;
+            }
             // Not ours: forward like a router (the scenario lets any node forward).
             self.router.handle_packet(now, port, pkt);
             return;
@@ -267,6 +288,11 @@ impl Node for Host {
     }
 }
 
+/// The address in four header bytes.
+fn ipv4(b: &[u8]) -> Ipv4Addr {
+    Ipv4Addr::new(b[0], b[1], b[2], b[3])
+}
+
 /// A multiply-fold hash over the key's integers: the lookup keys are a few bytes of addresses
 /// and ports, for which SipHash was a visible share of a run. No map here is ever iterated, so
 /// the hasher cannot affect output.
@@ -338,6 +364,39 @@ pub(crate) type FastHash = BuildHasherDefault<FastHasher>;
 mod tests {
     use super::*;
     use std::hash::BuildHasher;
+
+    /// A modelled host drops what is for its subnet (nothing is behind it) as `no_route`,
+    /// instead of bouncing it back along its default route until the TTL runs out; other
+    /// transit is forwarded.
+    #[test]
+    fn packets_for_its_subnet_are_dropped_as_no_route() {
+        let mut h = Host::new(Ipv4Addr::new(10, 0, 0, 1), 0);
+        h.set_default_route(PortId(0));
+        h.add_subnet("10.9.1.0/24".parse().expect("valid"));
+        let to = |d: [u8; 4]| {
+            let mut hdr = [0u8; 20];
+            hdr[0] = 0x45;
+            hdr[8] = 64;
+            hdr[16..20].copy_from_slice(&d);
+            let mut p = Packet::new(&hdr, 0);
+            p.id = u64::from(d[2]);
+            p
+        };
+        h.handle_packet(Instant::ZERO, PortId(0), to([10, 9, 1, 200]));
+        assert!(h.poll_transmit(Instant::ZERO).is_none());
+        let d = h.poll_drop().expect("reported");
+        assert_eq!((d.reason, d.id), (crate::DropReason::NoRoute, 1));
+        assert_eq!(h.drop_counts()[crate::DropReason::NoRoute as usize], 1);
+        h.handle_packet(Instant::ZERO, PortId(0), to([10, 9, 2, 200]));
+        let fwd = h.poll_transmit(Instant::ZERO).expect("forwarded");
+        assert_eq!((fwd.port, fwd.pkt.id), (PortId(0), 2));
+        // Another host's subnet, by its prefix route rather than the default.
+        h.add_prefix_route("10.9.3.0/24".parse().expect("valid"), PortId(1));
+        h.handle_packet(Instant::ZERO, PortId(0), to([10, 9, 3, 200]));
+        let fwd = h.poll_transmit(Instant::ZERO).expect("forwarded");
+        assert_eq!((fwd.port, fwd.pkt.id), (PortId(1), 3));
+        assert!(h.poll_drop().is_none());
+    }
 
     #[test]
     fn fast_hash_separates_addresses_that_differ_in_one_octet() {

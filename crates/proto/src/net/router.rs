@@ -9,6 +9,7 @@ use crate::wire::checksum;
 use crate::{Instant, Node, Packet, PortId, Transmit};
 
 use super::host::FastHash;
+use super::prefix::{Ipv4Prefix, PrefixTable};
 
 /// Counters of packets a router could not forward.
 #[derive(Clone, Copy, Debug, Default)]
@@ -28,6 +29,8 @@ pub struct RouterStats {
 #[derive(Clone, Debug, Default)]
 pub struct Router {
     routes: HashMap<Ipv4Addr, PortId, FastHash>,
+    /// Routes to prefixes (subnets behind hosts), longest match, consulted after `routes`.
+    prefixes: PrefixTable<PortId>,
     /// Where destinations no route names go (none: they are dropped as unroutable).
     default: Option<PortId>,
     out: VecDeque<Transmit>,
@@ -55,14 +58,33 @@ impl Router {
         self.routes.insert(dst, port);
     }
 
+    /// Send packets for addresses inside `prefix` out of `port`, unless a route names the
+    /// address itself or a longer prefix holds it.
+    pub fn add_prefix_route(&mut self, prefix: Ipv4Prefix, port: PortId) {
+        self.prefixes.insert(prefix, port);
+    }
+
     /// Send packets for destinations no route names out of `port`.
     pub fn set_default_route(&mut self, port: PortId) {
         self.default = Some(port);
     }
 
-    /// The port packets for `dst` leave by: its route, else the default route.
+    /// The port packets for `dst` leave by: its address's route, else the longest prefix
+    /// route holding it, else the default route.
     pub fn route_of(&self, dst: Ipv4Addr) -> Option<PortId> {
-        self.routes.get(&dst).copied().or(self.default)
+        if let Some(&p) = self.routes.get(&dst) {
+            return Some(p);
+        }
+        if self.prefixes.is_empty() {
+            return self.default;
+        }
+        self.prefixes.lookup(dst).or(self.default)
+    }
+
+    /// Report `pkt` dropped for want of a route (a host's own subnet in the simulator: nothing
+    /// is behind a modelled host). Only the drop log counts it: the router did not route it.
+    pub(crate) fn refuse(&mut self, pkt: &Packet) {
+        self.drops.push(Dropped::of(pkt, DropReason::NoRoute));
     }
 
     /// Counters.
@@ -214,5 +236,22 @@ mod tests {
         let d = r.poll_drop().expect("reported");
         assert_eq!((d.reason, d.id), (DropReason::NoRoute, 77));
         assert!(r.poll_drop().is_none());
+    }
+
+    #[test]
+    fn exact_route_then_longest_prefix_then_default() {
+        let mut r = Router::new();
+        let a = |x: u8, y: u8| Ipv4Addr::new(10, 9, x, y);
+        let pre = |s: &str| s.parse::<Ipv4Prefix>().expect("valid");
+        r.add_prefix_route(pre("10.9.0.0/16"), PortId(1));
+        r.add_prefix_route(pre("10.9.1.0/24"), PortId(2));
+        r.add_route(a(1, 7), PortId(3));
+        assert_eq!(r.route_of(a(1, 7)), Some(PortId(3)));
+        assert_eq!(r.route_of(a(1, 8)), Some(PortId(2)));
+        assert_eq!(r.route_of(a(2, 8)), Some(PortId(1)));
+        assert_eq!(r.route_of(Ipv4Addr::new(10, 8, 0, 1)), None);
+        r.set_default_route(PortId(0));
+        assert_eq!(r.route_of(Ipv4Addr::new(10, 8, 0, 1)), Some(PortId(0)));
+        assert_eq!(r.route_of(a(1, 8)), Some(PortId(2)));
     }
 }

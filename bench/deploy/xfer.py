@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""Deterministic TCP transfers for the deployment tests (docs/deploy.md, "Test topology").
+
+  xfer.py serve --port 5001 [--cc cubic] [--peers FILE]
+      Serves requests: a client sends one line `GET <bytes>\\n`; the server answers with
+      exactly that many bytes of the deterministic stream below and closes. Every connection's
+      peer address (as the server's socket sees it) is appended to FILE as `<ip> <port>`.
+
+  xfer.py get --host H --port 5001 --size N [--timeout S]
+      One transfer; prints JSON: connect_s (SYN to established), ttfb_s (from the start of
+      connect to the first response byte), total_s (to the last byte), goodput_mbps
+      (payload bits / total_s), sha256 of what arrived and whether it equals the expected one.
+
+  xfer.py many --host H --port 5001 --size N --count K --concurrency C
+      K transfers, C at a time; prints JSON with counts of failures (errors, short reads,
+      timeouts) and sha256 mismatches, and TTFB/total percentiles.
+
+The stream: 64 KiB chunks; chunk i is the 8-byte big-endian i followed by the first
+65 528 bytes of a fixed block drawn from random.Random(2026). Every byte depends on its
+position modulo 64 KiB and every chunk on its index, so a lost, duplicated or misplaced
+segment changes the sha256; generating it costs a copy, not a hash per byte.
+"""
+
+import argparse
+import hashlib
+import json
+import random
+import socket
+import socketserver
+import statistics
+import struct
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+CHUNK = 65536
+_BLOCK = random.Random(2026).randbytes(CHUNK)
+MAX_REQUEST = 1 << 40
+
+
+def chunks(size):
+    """The first `size` bytes of the stream, in pieces of at most CHUNK bytes."""
+    i = 0
+    while size > 0:
+        c = struct.pack(">Q", i) + _BLOCK[8:]
+        yield c[: min(size, CHUNK)]
+        size -= CHUNK
+        i += 1
+
+
+def expected_sha256(size):
+    h = hashlib.sha256()
+    for c in chunks(size):
+        h.update(c)
+    return h.hexdigest()
+
+
+class Handler(socketserver.BaseRequestHandler):
+    def handle(self):
+        sock = self.request
+        sock.settimeout(self.server.timeout_s)
+        # Each write leaves at once (no Nagle wait behind an unacknowledged segment).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        peer = sock.getpeername()
+        with self.server.lock:
+            if self.server.peers:
+                with open(self.server.peers, "a", encoding="ascii") as f:
+                    f.write(f"{peer[0]} {peer[1]}\n")
+        line = b""
+        while not line.endswith(b"\n") and len(line) < 64:
+            got = sock.recv(64 - len(line))
+            if not got:
+                return
+            line += got
+        parts = line.split()
+        if len(parts) != 2 or parts[0] != b"GET" or not parts[1].isdigit():
+            return
+        size = int(parts[1])
+        if size > MAX_REQUEST:
+            return
+        for c in chunks(size):
+            sock.sendall(c)
+        sock.shutdown(socket.SHUT_WR)
+        # Wait for the client's close, so that the last bytes are not reset away.
+        while sock.recv(4096):
+            pass
+
+
+class Server(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+    request_queue_size = 1024
+
+    def __init__(self, addr, cc, peers, timeout_s):
+        self.cc = cc
+        self.peers = peers
+        self.timeout_s = timeout_s
+        self.lock = threading.Lock()
+        super().__init__(addr, Handler)
+
+    def server_bind(self):
+        if self.cc:
+            # The listening socket's congestion control is inherited by accepted ones.
+            self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, self.cc.encode())
+        super().server_bind()
+
+
+def get(host, port, size, timeout, cc=None):
+    """One transfer; returns a dict (see the module doc)."""
+    r = {"size": size, "ok": False}
+    t0 = time.monotonic()
+    try:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if cc:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+        sock.settimeout(timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with sock:
+            sock.connect((host, port))
+            t_conn = time.monotonic()
+            r["local"] = "%s %d" % sock.getsockname()
+            sock.sendall(b"GET %d\n" % size)
+            h = hashlib.sha256()
+            got = 0
+            t_first = None
+            buf = bytearray(1 << 20)
+            view = memoryview(buf)
+            while True:
+                n = sock.recv_into(view)
+                if n == 0:
+                    break
+                if t_first is None:
+                    t_first = time.monotonic()
+                h.update(view[:n])
+                got += n
+            t_end = time.monotonic()
+        r.update(
+            connect_s=t_conn - t0,
+            ttfb_s=(t_first - t0) if t_first is not None else None,
+            total_s=t_end - t0,
+            received=got,
+            goodput_mbps=got * 8 / (t_end - t0) / 1e6,
+            sha256=h.hexdigest(),
+        )
+        r["sha256_ok"] = got == size and r["sha256"] == expected_sha256(size)
+        r["ok"] = r["sha256_ok"]
+    except OSError as e:
+        r["error"] = f"{type(e).__name__}: {e}"
+        r["total_s"] = time.monotonic() - t0
+    return r
+
+
+def pct(xs, q):
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def many(host, port, size, count, concurrency, timeout):
+    expected = expected_sha256(size)
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        results = list(pool.map(lambda _: get(host, port, size, timeout), range(count)))
+    wall = time.monotonic() - t0
+    errors = [r for r in results if "error" in r or r.get("received") != size]
+    mismatches = [
+        r for r in results if "error" not in r and r.get("received") == size and r["sha256"] != expected
+    ]
+    ttfb = [r["ttfb_s"] for r in results if r.get("ttfb_s") is not None]
+    total = [r["total_s"] for r in results if "error" not in r]
+    return {
+        "count": count,
+        "concurrency": concurrency,
+        "size": size,
+        "ok": sum(1 for r in results if r["ok"]),
+        "failures": len(errors),
+        "mismatches": len(mismatches),
+        "errors": sorted({r.get("error", "short read %s" % r.get("received")) for r in errors})[:10],
+        "locals": sorted({r["local"].split()[0] for r in results if "local" in r}),
+        "ttfb_p50_s": statistics.median(ttfb) if ttfb else None,
+        "ttfb_min_s": min(ttfb) if ttfb else None,
+        "ttfb_max_s": max(ttfb) if ttfb else None,
+        "total_p50_s": statistics.median(total) if total else None,
+        "total_p99_s": pct(total, 0.99),
+        "wall_s": wall,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("serve")
+    s.add_argument("--bind", default="0.0.0.0")
+    s.add_argument("--port", type=int, default=5001)
+    s.add_argument("--cc", help="TCP congestion control of the sending sockets (e.g. cubic)")
+    s.add_argument("--peers", help="append each connection's peer address to this file")
+    s.add_argument("--timeout", type=float, default=600.0)
+    for name in ("get", "many"):
+        c = sub.add_parser(name)
+        c.add_argument("--host", required=True)
+        c.add_argument("--port", type=int, default=5001)
+        c.add_argument("--size", type=int, required=True)
+        c.add_argument("--timeout", type=float, default=600.0, help="per socket operation (s)")
+        if name == "many":
+            c.add_argument("--count", type=int, required=True)
+            c.add_argument("--concurrency", type=int, default=1)
+    a = ap.parse_args()
+    if a.cmd == "serve":
+        with Server((a.bind, a.port), a.cc, a.peers, a.timeout) as srv:
+            print(f"serving on {a.bind}:{a.port}", flush=True)
+            srv.serve_forever()
+    elif a.cmd == "get":
+        r = get(a.host, a.port, a.size, a.timeout)
+        print(json.dumps(r))
+        sys.exit(0 if r["ok"] else 1)
+    else:
+        r = many(a.host, a.port, a.size, a.count, a.concurrency, a.timeout)
+        print(json.dumps(r))
+        sys.exit(0 if r["failures"] == 0 and r["mismatches"] == 0 else 1)
+
+
+if __name__ == "__main__":
+    main()
