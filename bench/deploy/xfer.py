@@ -15,6 +15,17 @@
       K transfers, C at a time; prints JSON with counts of failures (errors, short reads,
       timeouts) and sha256 mismatches, and TTFB/total percentiles.
 
+  xfer.py hold-serve --port P
+      Accepts connections and keeps them open, idle (one thread for all).
+
+  xfer.py hold --host H --port P --count N --seconds S
+      Opens N idle connections, prints JSON (opened, errors, seconds to open them), holds them
+      S seconds, closes them.
+
+  xfer.py syn-flood --src A --host H --port P --count N
+      Sends N SYNs from A (source ports 1024 up, then wrapping) through a raw socket: the
+      gateway tests' hostile load. Needs root.
+
 The stream: 64 KiB chunks; chunk i is the 8-byte big-endian i followed by the first
 65 528 bytes of a fixed block drawn from random.Random(2026). Every byte depends on its
 position modulo 64 KiB and every chunk on its index, so a lost, duplicated or misplaced
@@ -188,6 +199,70 @@ def many(host, port, size, count, concurrency, timeout):
     }
 
 
+def hold_serve(port):
+    import selectors
+    sel = selectors.DefaultSelector()
+    lsock = socket.socket()
+    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lsock.bind(("0.0.0.0", port))
+    lsock.listen(4096)
+    lsock.setblocking(False)
+    sel.register(lsock, selectors.EVENT_READ)
+    held = []
+    print(f"holding on {port}", flush=True)
+    while True:
+        for _key, _ in sel.select():
+            try:
+                while True:
+                    held.append(lsock.accept()[0])
+            except BlockingIOError:
+                pass
+
+
+def hold(host, port, count, seconds):
+    socks, errors = [], set()
+    t0 = time.monotonic()
+    for _ in range(count):
+        try:
+            socks.append(socket.create_connection((host, port), timeout=10))
+        except OSError as e:
+            errors.add(f"{type(e).__name__}: {e}")
+    print(json.dumps({"opened": len(socks), "errors": sorted(errors)[:10],
+                      "seconds": time.monotonic() - t0}), flush=True)
+    time.sleep(seconds)
+    for s in socks:
+        s.close()
+
+
+def _checksum(b):
+    if len(b) % 2:
+        b += b"\0"
+    s = sum(int.from_bytes(b[i:i + 2], "big") for i in range(0, len(b), 2))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return (~s) & 0xFFFF
+
+
+def syn_flood(src, dst, port, count):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    s4, d4 = socket.inet_aton(src), socket.inet_aton(dst)
+    sent = 0
+    for i in range(count):
+        sport = 1024 + i % 64000
+        seq = (i * 2654435761) & 0xFFFFFFFF
+        tcp = struct.pack("!HHIIBBHHH", sport, port, seq, 0, 5 << 4, 0x02, 64240, 0, 0)
+        pseudo = s4 + d4 + struct.pack("!BBH", 0, 6, len(tcp))
+        tcp = tcp[:16] + struct.pack("!H", _checksum(pseudo + tcp)) + tcp[18:]
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40, i & 0xFFFF, 0, 64, 6, 0, s4, d4)
+        ip = ip[:10] + struct.pack("!H", _checksum(ip)) + ip[12:]
+        try:
+            sock.sendto(ip + tcp, (dst, 0))
+            sent += 1
+        except OSError:
+            time.sleep(0.001)
+    print(json.dumps({"sent": sent}))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -206,8 +281,26 @@ def main():
         if name == "many":
             c.add_argument("--count", type=int, required=True)
             c.add_argument("--concurrency", type=int, default=1)
+    h = sub.add_parser("hold-serve")
+    h.add_argument("--port", type=int, required=True)
+    h = sub.add_parser("hold")
+    h.add_argument("--host", required=True)
+    h.add_argument("--port", type=int, required=True)
+    h.add_argument("--count", type=int, required=True)
+    h.add_argument("--seconds", type=float, required=True)
+    f = sub.add_parser("syn-flood")
+    f.add_argument("--src", required=True)
+    f.add_argument("--host", required=True)
+    f.add_argument("--port", type=int, required=True)
+    f.add_argument("--count", type=int, required=True)
     a = ap.parse_args()
-    if a.cmd == "serve":
+    if a.cmd == "hold-serve":
+        hold_serve(a.port)
+    elif a.cmd == "hold":
+        hold(a.host, a.port, a.count, a.seconds)
+    elif a.cmd == "syn-flood":
+        syn_flood(a.src, a.host, a.port, a.count)
+    elif a.cmd == "serve":
         with Server((a.bind, a.port), a.cc, a.peers, a.timeout) as srv:
             print(f"serving on {a.bind}:{a.port}", flush=True)
             srv.serve_forever()
