@@ -174,34 +174,40 @@ pub fn render(instance: &str, interfaces: &[String], p: &Pipeline, uptime_s: f64
     let shaped: Vec<_> = (0..interfaces.len())
         .filter_map(|i| p.shaper(i).map(|l| (i, l)))
         .collect();
-    if !shaped.is_empty() {
-        family(
-            &mut s,
+    type Read = fn(&satpep_proto::link::Link) -> u64;
+    let shaper_metrics: [(&str, &str, &str, Read); 4] = [
+        (
             "satpep_shaper_queue_bytes",
             "gauge",
             "Bytes waiting in a shaper's queue.",
-        );
-        for (i, l) in &shaped {
-            let _ = writeln!(
-                s,
-                "satpep_shaper_queue_bytes{{{inst},interface=\"{}\"}} {}",
-                escape(&interfaces[*i]),
-                l.queue_len_bytes()
-            );
-        }
-        family(
-            &mut s,
+            |l| l.queue_len_bytes(),
+        ),
+        (
             "satpep_shaper_sent_packets_total",
             "counter",
             "Packets a shaper sent on.",
-        );
-        for (i, l) in &shaped {
-            let _ = writeln!(
-                s,
-                "satpep_shaper_sent_packets_total{{{inst},interface=\"{}\"}} {}",
-                escape(&interfaces[*i]),
-                l.stats().delivered_packets
-            );
+            |l| l.stats().delivered_packets,
+        ),
+        (
+            "satpep_shaper_removed_total",
+            "counter",
+            "ACKs a shaper's queue removed (suppressed, filtered or compacted into another).",
+            |l| l.stats().removed,
+        ),
+        (
+            "satpep_shaper_queue_drops_total",
+            "counter",
+            "Packets a shaper's full queue refused.",
+            |l| l.stats().queue_drops,
+        ),
+    ];
+    if !shaped.is_empty() {
+        for (name, kind, help, read) in shaper_metrics {
+            family(&mut s, name, kind, help);
+            for (i, l) in &shaped {
+                let iface = escape(&interfaces[*i]);
+                let _ = writeln!(s, "{name}{{{inst},interface=\"{iface}\"}} {}", read(l));
+            }
         }
     }
     s

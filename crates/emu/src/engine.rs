@@ -242,8 +242,20 @@ pub fn header_len(b: &[u8]) -> Option<usize> {
     let transport = match b.get(9) {
         Some(6) => b.get(ihl + 12).map_or(0, |&d| usize::from(d >> 4) * 4),
         Some(17 | 1) => 8,
-        // IP-in-IP (tunnels, compacted ACKs): the inner headers belong to the header too.
-        Some(4) => b.get(ihl..).and_then(header_len).unwrap_or(0),
+        // IP-in-IP (tunnels, compacted ACKs): the inner headers belong to the header too, and
+        // when the inner datagram carries no payload, so does whatever follows it (a compacted
+        // ACK's trailer, ack::trailer), which a mechanism reads as header bytes.
+        Some(4) => b.get(ihl..).map_or(0, |inner| {
+            let inner_header = header_len(inner).unwrap_or(0);
+            let inner_total = inner
+                .get(2..4)
+                .map_or(0, |t| usize::from(u16::from_be_bytes([t[0], t[1]])));
+            if inner_total <= inner_header {
+                inner.len()
+            } else {
+                inner_header
+            }
+        }),
         _ => 0,
     };
     Some((ihl.max(20) + transport).min(MAX_HEADER).min(b.len()))

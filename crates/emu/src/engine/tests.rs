@@ -235,6 +235,7 @@ fn header_length_covers_ip_and_transport_headers() {
     // TCP with data offset 8 (32-byte header).
     let mut t = vec![0u8; 100];
     t[0] = 0x45;
+    t[3] = 100; // total length
     t[9] = 6;
     t[32] = 8 << 4;
     assert_eq!(header_len(&t), Some(52));
@@ -246,6 +247,19 @@ fn header_length_covers_ip_and_transport_headers() {
     ipip[9] = 4;
     ipip.extend_from_slice(&t);
     assert_eq!(header_len(&ipip), Some(72));
+    // A compacted ACK: IP-in-IP around a pure ACK (40 bytes, no payload) and the 3-byte
+    // trailer after it: all 63 bytes are header, so the expander finds the trailer there.
+    let mut ack = vec![0u8; 40];
+    ack[0] = 0x45;
+    ack[3] = 40;
+    ack[9] = 6;
+    ack[32] = 5 << 4;
+    let mut compacted = vec![0u8; 20];
+    compacted[0] = 0x45;
+    compacted[9] = 4;
+    compacted.extend_from_slice(&ack);
+    compacted.extend_from_slice(&[3, 0x0b, 0xb8]);
+    assert_eq!(header_len(&compacted), Some(63));
 }
 
 /// A router with a pass-through middlebox carries packets exactly as a plain router: same
