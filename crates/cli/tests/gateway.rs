@@ -165,7 +165,7 @@ impl Net {
     fn start_gateway(&self, config: &Path) -> Child {
         let state = self.dir.path().join("state");
         let log = std::fs::File::create(self.dir.path().join("gw.log")).expect("log file");
-        let child = self
+        let mut child = self
             .exec(
                 &self.g,
                 &[
@@ -188,6 +188,8 @@ impl Net {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+        let _ = child.kill();
+        let _ = child.wait();
         panic!("the gateway did not start: {}", self.log());
     }
 
