@@ -303,16 +303,17 @@ struct Daemon {
 }
 
 impl Daemon {
-    /// `satpep <role> --config <text>` in `ns`, serving metrics on `port`; waits until they
-    /// answer (at most 10 s).
-    fn start(h: &Harness, dir: &Path, role: &str, config: &str, port: u16) -> Self {
+    /// `satpep <role> --config bench/deploy/<file>` in its router namespace; waits until the
+    /// metrics its file names answer (at most 10 s).
+    fn start(h: &Harness, dir: &Path, role: &str, file: &str) -> Self {
         let ns = h.ns(if role == "gateway" { "gw" } else { "term" });
-        let cfg = dir.join(format!("{role}.toml"));
-        std::fs::write(
-            &cfg,
-            format!("log_every_s = 0\n{config}\n[metrics]\nlisten = \"127.0.0.1:{port}\"\n"),
-        )
-        .unwrap();
+        let cfg = root().join("bench/deploy").join(file);
+        let text = std::fs::read_to_string(&cfg).unwrap();
+        let listen = text
+            .lines()
+            .find_map(|l| l.strip_prefix("listen = \""))
+            .and_then(|l| l.strip_suffix('"'))
+            .expect("the config serves metrics");
         let log = dir.join(format!("{role}.log"));
         let child = Command::new("ip")
             .args(["netns", "exec", &ns, env!("CARGO_BIN_EXE_satpep"), role])
@@ -327,7 +328,7 @@ impl Daemon {
         let d = Self {
             child,
             ns,
-            metrics: format!("http://127.0.0.1:{port}/metrics"),
+            metrics: format!("http://{listen}/metrics"),
             log,
         };
         let t0 = Instant::now();
@@ -444,7 +445,6 @@ fn the_daemons_over_the_test_topology() {
     );
     let dir = tempfile::tempdir().unwrap();
     let emu = start_emu(&h, &dir.path().join("emu"));
-    let sat = format!("satpep{}", emu.id());
     h.emu = Some(emu);
     wait_for_ping(&h);
     let peers = dir.path().join("peers.txt");
@@ -464,28 +464,8 @@ fn the_daemons_over_the_test_topology() {
     // Packet mode: the terminal compacts ACKs toward the expander's service address
     // 10.77.2.250 (in the gateway's LAN prefix, configured nowhere); the gateway expands and
     // spaces them, then Snoop guards the satellite hop (port 0).
-    let term = Daemon::start(
-        &h,
-        dir.path(),
-        "terminal",
-        "interfaces = [\"lan0\", \"SAT\"]\nmiddlebox = { kind = \"pass_through\" }\n\
-         [[shape]]\ninterface = \"lan0\"\nrate = \"200kbps\"\n\
-         queue = { kind = \"ack_compaction\", limit_packets = 200, ack = { tunnel_src = \"10.77.1.250\", tunnel_dst = \"10.77.2.250\" } }\n"
-            .replace("SAT", &sat)
-            .as_str(),
-        9465,
-    );
-    let gw = Daemon::start(
-        &h,
-        dir.path(),
-        "gateway",
-        &format!(
-            "interfaces = [\"{sat}\", \"lan0\"]\n[middlebox]\nkind = \"chain\"\nelements = [\n\
-             {{ kind = \"ack_expander\", address = \"10.77.2.250\", compactors = [\"10.77.1.250\"], spacing = true }},\n\
-             {{ kind = \"snoop\", satellite_port = 0 }},\n]\n"
-        ),
-        9464,
-    );
+    let term = Daemon::start(&h, dir.path(), "terminal", "term-packet.toml");
+    let gw = Daemon::start(&h, dir.path(), "gateway", "gw-packet.toml");
     let (_, packet) = best_ttfb(&h, 3);
     let packet_1mb = download(&h, 1_000_000);
     println!("packet mode: first byte {packet:.4} s, 1 MB {packet_1mb:.2} s");
@@ -510,18 +490,7 @@ fn the_daemons_over_the_test_topology() {
     term.stop();
     gw.stop();
     // Split TCP at the gateway: port 0 the satellite side, port 1 the server's LAN.
-    let gw = Daemon::start(
-        &h,
-        dir.path(),
-        "gateway",
-        &format!(
-            "interfaces = [\"{sat}\", \"lan0\"]\n[middlebox]\nkind = \"split_tcp\"\n\
-             buffer_per_conn = \"256kB\"\n\
-             tcp_accept = {{ profile = \"linux\", send_buffer = \"4MB\" }}\n\
-             tcp_connect = {{ profile = \"linux\" }}\n"
-        ),
-        9464,
-    );
+    let gw = Daemon::start(&h, dir.path(), "gateway", "gw-split.toml");
     let (_, split) = best_ttfb(&h, 5);
     let split_1mb = download(&h, 1_000_000);
     println!("split: first byte {split:.4} s, 1 MB {split_1mb:.2} s");

@@ -35,7 +35,9 @@ pub struct DaemonConfig {
     /// and two `routing` ranges.
     #[serde(default)]
     pub name: Option<String>,
-    /// Interfaces whose arriving IPv4 traffic passes through satpep, in port order.
+    /// Interfaces whose arriving IPv4 traffic passes through satpep, in port order. A name
+    /// ending in `*` stands for the one interface with that prefix (e.g. `"wwan*"`, or
+    /// `"satpep*"` for the emulator's device), resolved at start; none or several is an error.
     pub interfaces: Vec<String>,
     /// The mechanism, as in a scenario (`kind = "split_tcp" | "spoof" | "snoop" |
     /// "supercharger" | "dupack_delay" | "ipip_tunnel" | "ack_expander" | "chain" |
@@ -206,7 +208,8 @@ impl DaemonConfig {
             ));
         }
         for (i, name) in self.interfaces.iter().enumerate() {
-            if name.is_empty() || name.len() > 15 || name.contains(['/', ' ', '\0']) {
+            let bare = name.strip_suffix('*').unwrap_or(name);
+            if bare.is_empty() || name.len() > 15 || bare.contains(['/', ' ', '\0', '*']) {
                 return Err((
                     format!("interfaces.{i}"),
                     format!("`{name}` is not an interface name"),
@@ -272,6 +275,37 @@ impl DaemonConfig {
     pub fn port_of(&self, name: &str) -> Option<usize> {
         self.interfaces.iter().position(|i| i == name)
     }
+}
+
+/// The interfaces `configured` names, among those `present`: a name ending in `*` must match
+/// exactly one present interface by prefix; other names must be present.
+pub fn resolve_interfaces(
+    configured: &[String],
+    present: &[String],
+) -> Result<Vec<String>, String> {
+    configured
+        .iter()
+        .map(|c| match c.strip_suffix('*') {
+            Some(prefix) => {
+                let mut m: Vec<&String> =
+                    present.iter().filter(|p| p.starts_with(prefix)).collect();
+                m.sort();
+                match m.as_slice() {
+                    [one] => Ok((*one).clone()),
+                    [] => Err(format!("no interface matches `{c}` (see `ip link`)")),
+                    many => Err(format!(
+                        "`{c}` matches several interfaces ({}); name one",
+                        many.iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+                }
+            }
+            None if present.contains(c) => Ok(c.clone()),
+            None => Err(format!("interface `{c}` does not exist (see `ip link`)")),
+        })
+        .collect()
 }
 
 /// A mechanism's `"key: message"` as (`prefix.key`, message).
@@ -355,6 +389,32 @@ mod tests {
         assert_eq!(l.rate, Bitrate(2_000_000));
         assert_eq!(l.delay, Duration::ZERO);
         assert_eq!(l.queue.limit_packets, Some(50));
+    }
+
+    #[test]
+    fn a_trailing_star_names_the_one_interface_with_that_prefix() {
+        let present: Vec<String> = ["lo", "lan0", "satpep4242", "wwan0", "wwan1"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let ask = |v: &[&str]| {
+            resolve_interfaces(
+                &v.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                &present,
+            )
+        };
+        assert_eq!(ask(&["lan0", "satpep*"]).unwrap(), ["lan0", "satpep4242"]);
+        assert!(ask(&["wwan*"]).unwrap_err().contains("wwan0, wwan1"));
+        assert!(ask(&["eth*"])
+            .unwrap_err()
+            .contains("no interface matches `eth*`"));
+        assert!(ask(&["eth0"])
+            .unwrap_err()
+            .contains("`eth0` does not exist"));
+        assert!(parse("interfaces = [\"*\"]\nmiddlebox = { kind = \"pass_through\" }\n").is_err());
+        assert!(
+            parse("interfaces = [\"a*b\"]\nmiddlebox = { kind = \"pass_through\" }\n").is_err()
+        );
     }
 
     #[test]

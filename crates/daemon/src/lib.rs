@@ -101,7 +101,9 @@ pub fn describe(config: &DaemonConfig, role: Role) -> String {
             .find(|sh| &sh.interface == iface)
             .map(|sh| format!(", shaped to {} ({:?} queue)", sh.rate, sh.queue.kind))
             .unwrap_or_default();
-        let missing = if std::path::Path::new("/sys/class/net").join(iface).exists() {
+        let missing = if iface.ends_with('*') {
+            "  (the one interface with this prefix, at start)"
+        } else if std::path::Path::new("/sys/class/net").join(iface).exists() {
             ""
         } else {
             "  (warning: no such interface here)"

@@ -81,14 +81,15 @@ pub fn run(
     for done in cleanup(config, role, opts)? {
         info!(instance = %name, "{done}");
     }
-    for iface in &config.interfaces {
-        if !Path::new("/sys/class/net").join(iface).exists() {
-            return Err(DaemonError::Setup(format!(
-                "interface `{iface}` does not exist (see `ip link`)"
-            )));
-        }
-    }
-    let plan = RoutingPlan::new(config, &name);
+    let present: Vec<String> = std::fs::read_dir("/sys/class/net")
+        .map_err(DaemonError::Io)?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let interfaces = crate::config::resolve_interfaces(&config.interfaces, &present)
+        .map_err(DaemonError::Setup)?;
+    let mut plan = RoutingPlan::new(config, &name);
+    plan.interfaces = interfaces.clone();
     let file = state::path(&opts.state_dir, &name);
 
     // Signals first: a SIGTERM during set-up must still lead to the teardown below.
@@ -180,7 +181,7 @@ pub fn run(
         instance = %name,
         role = role.name(),
         mechanism = pipeline.middlebox().kind(),
-        interfaces = ?config.interfaces,
+        interfaces = ?interfaces,
         tun = ?(0..tuns.len()).map(|i| plan.tun_name(i)).collect::<Vec<_>>(),
         "in the forwarding path"
     );
@@ -273,7 +274,7 @@ pub fn run(
         if let Some(m) = metrics.as_mut() {
             let up = started.elapsed().as_secs_f64();
             m.serve(|| {
-                let mut page = render(&name, &config.interfaces, &pipeline, up);
+                let mut page = render(&name, &interfaces, &pipeline, up);
                 page += &format!(
                     "# HELP satpep_tx_errors_total Packets a TUN device would not take.\n\
                      # TYPE satpep_tx_errors_total counter\n\
