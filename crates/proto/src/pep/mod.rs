@@ -16,6 +16,8 @@ pub use split_flow::Side;
 pub use spoof::{CcbState, SpoofConfig, SpoofGateway, SpoofStats};
 
 #[cfg(test)]
+mod semantics_tests;
+#[cfg(test)]
 mod spoof_tests;
 #[cfg(test)]
 mod tests;

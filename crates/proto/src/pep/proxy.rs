@@ -282,6 +282,11 @@ impl SplitRelay {
         self.stats
     }
 
+    /// Split connections held now (the table's size; O(1), for a gauge).
+    pub fn connections(&self) -> usize {
+        self.flows.len()
+    }
+
     /// Counters of the flow table, among them the entries timeouts visited.
     pub fn flow_table_stats(&self) -> crate::flow::FlowTableStats {
         self.flows.stats()
@@ -388,6 +393,7 @@ impl SplitRelay {
             if let Some((_, r)) = self.flows.remove(id) {
                 self.buffered -= r.counted;
                 self.embryonic -= u64::from(r.embryonic);
+                self.stats.embryonic = self.embryonic;
             }
         }
     }

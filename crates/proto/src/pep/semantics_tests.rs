@@ -1,0 +1,524 @@
+//! Split-TCP semantics a PEP operator relies on (docs/deploy.md, "Split-TCP semantics"): the
+//! handshake, RST, FIN half-close, zero added latency, limits, backpressure and idle reaping,
+//! each asserted on a hand-timed opener — relay — listener line with exact instants.
+
+use std::collections::VecDeque;
+use std::net::Ipv4Addr;
+
+use super::*;
+use crate::flow::testing::{many, segment};
+use crate::tcp::{State, TcpEndpoint};
+use crate::testnet::{tcp, A, B};
+use crate::time::{Duration, Instant};
+use crate::units::ByteSize;
+use crate::wire::{emit_ipv4_tcp, parse_packet, Ipv4Repr, SeqNumber, TcpFlags, TcpRepr};
+use crate::{Node, Packet, PortId, Transmit};
+
+/// A router that forwards every packet at once: "no PEP".
+#[derive(Default)]
+struct Forward(VecDeque<Packet>);
+
+impl Node for Forward {
+    fn handle_packet(&mut self, _now: Instant, _port: PortId, pkt: Packet) {
+        self.0.push_back(pkt);
+    }
+    fn handle_timeout(&mut self, _now: Instant) {}
+    fn poll_transmit(&mut self, _now: Instant) -> Option<Transmit> {
+        self.0.pop_front().map(|pkt| Transmit {
+            port: PortId(0),
+            pkt,
+        })
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+}
+
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+enum To {
+    A,
+    B,
+    M(u16),
+}
+
+/// A (opener, 10.0.0.1:40000) — M — B (listener, 10.0.2.1:80), fixed one-way delays, no rate:
+/// every instant in a test is a sum of delays.
+struct Line<M: Node> {
+    a: TcpEndpoint,
+    b: TcpEndpoint,
+    m: M,
+    now: Instant,
+    am: Duration,
+    mb: Duration,
+    /// In flight: (arrival, order, destination, packet).
+    q: Vec<(Instant, u64, To, Packet)>,
+    order: u64,
+    /// What A and B received, and what M sent (to A or B), with instants.
+    a_rx: Vec<(Instant, TcpRepr)>,
+    b_rx: Vec<(Instant, TcpRepr)>,
+    m_tx: Vec<(Instant, To, TcpRepr)>,
+    /// B has no listener: it answers a SYN with RST|ACK as a host's stack does.
+    b_refuses: bool,
+    /// Data segments M sends toward B wait here instead of travelling.
+    hold_data_to_b: bool,
+    held: Vec<Packet>,
+}
+
+impl<M: Node> Line<M> {
+    fn new(m: M, am_ms: u64, mb_ms: u64) -> Self {
+        let mut b = TcpEndpoint::new(tcp(1000), (B, 80), (A, 40000), 9000);
+        b.listen();
+        Self {
+            a: TcpEndpoint::new(tcp(1000), (A, 40000), (B, 80), 1000),
+            b,
+            m,
+            now: Instant::ZERO,
+            am: Duration::from_millis(am_ms),
+            mb: Duration::from_millis(mb_ms),
+            q: Vec::new(),
+            order: 0,
+            a_rx: Vec::new(),
+            b_rx: Vec::new(),
+            m_tx: Vec::new(),
+            b_refuses: false,
+            hold_data_to_b: false,
+            held: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, delay: Duration, to: To, pkt: Packet) {
+        self.order += 1;
+        self.q.push((self.now + delay, self.order, to, pkt));
+    }
+
+    /// Move every output of A, B and M onto the wire.
+    fn flush(&mut self) {
+        while let Some(seg) = self.a.poll_transmit(self.now) {
+            let p = pkt(A, B, &seg);
+            self.send(self.am, To::M(0), p);
+        }
+        while let Some(seg) = self.b.poll_transmit(self.now) {
+            let p = pkt(B, A, &seg);
+            self.send(self.mb, To::M(1), p);
+        }
+        while let Some(tx) = self.m.poll_transmit(self.now) {
+            let (ip, seg) = parse_packet(&tx.pkt).expect("M sends valid packets");
+            let to = if ip.dst == B { To::B } else { To::A };
+            self.m_tx.push((self.now, to, seg));
+            if to == To::B && self.hold_data_to_b && seg.payload_len > 0 {
+                self.held.push(tx.pkt);
+                continue;
+            }
+            let d = if to == To::B { self.mb } else { self.am };
+            self.send(d, to, tx.pkt);
+        }
+    }
+
+    /// Run until `end`; `app` runs after every event (the hosts' applications).
+    fn run(&mut self, end: Instant, mut app: impl FnMut(&mut Self)) {
+        loop {
+            app(self);
+            self.flush();
+            let next_pkt = self.q.iter().map(|e| (e.0, e.1)).min();
+            let timers = [
+                self.a.poll_timeout(),
+                self.b.poll_timeout(),
+                self.m.poll_timeout(),
+            ];
+            let next_timer = timers.into_iter().flatten().min();
+            let next = match (next_pkt, next_timer) {
+                (Some((p, _)), Some(t)) => p.min(t),
+                (Some((p, _)), None) => p,
+                (None, Some(t)) => t,
+                (None, None) => return,
+            };
+            if next > end {
+                self.now = end;
+                return;
+            }
+            self.now = next;
+            if let Some((t, o)) = next_pkt.filter(|&(t, _)| t == next) {
+                let i = self
+                    .q
+                    .iter()
+                    .position(|e| (e.0, e.1) == (t, o))
+                    .expect("in q");
+                let (_, _, to, p) = self.q.swap_remove(i);
+                self.deliver(to, p);
+            } else {
+                self.a.handle_timeout(self.now);
+                self.b.handle_timeout(self.now);
+                self.m.handle_timeout(self.now);
+            }
+        }
+    }
+
+    fn deliver(&mut self, to: To, p: Packet) {
+        let now = self.now;
+        match to {
+            To::M(port) => self.m.handle_packet(now, PortId(port), p),
+            To::A => {
+                let (_, seg) = parse_packet(&p).expect("valid");
+                self.a_rx.push((now, seg));
+                self.a.handle_segment(now, &seg);
+            }
+            To::B => {
+                let (_, seg) = parse_packet(&p).expect("valid");
+                self.b_rx.push((now, seg));
+                if self.b_refuses {
+                    if seg.flags.contains(TcpFlags::SYN) {
+                        let rst = TcpRepr {
+                            src_port: 80,
+                            dst_port: 40000,
+                            seq: SeqNumber(0),
+                            ack: Some(seg.seq + seg.segment_len()),
+                            flags: TcpFlags::RST,
+                            ..TcpRepr::default()
+                        };
+                        let r = pkt(B, A, &rst);
+                        self.send(self.mb, To::M(1), r);
+                    }
+                    return;
+                }
+                self.b.handle_segment(now, &seg);
+            }
+        }
+    }
+
+    /// Release the data held toward B.
+    fn release(&mut self) {
+        self.hold_data_to_b = false;
+        for p in std::mem::take(&mut self.held) {
+            self.send(self.mb, To::B, p);
+        }
+    }
+}
+
+fn pkt(src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr) -> Packet {
+    Packet::build(seg.payload_len, |b| {
+        emit_ipv4_tcp(&Ipv4Repr::tcp(src, dst, 0), seg, b)
+    })
+}
+
+fn ms(n: u64) -> Instant {
+    Instant::ZERO + Duration::from_millis(n)
+}
+
+fn config(handshake: Handshake) -> SplitConfig {
+    SplitConfig {
+        tcp_accept: tcp(1000),
+        tcp_connect: tcp(1000),
+        handshake,
+        ..SplitConfig::default()
+    }
+}
+
+/// A request–response exchange: A connects at 0 and writes 100 bytes once established; B
+/// answers with 1 000 bytes once it has read them. Returns the instant A received the first
+/// response byte, and the line.
+fn first_byte<M: Node>(m: M) -> (Instant, Line<M>) {
+    let mut line = Line::new(m, 10, 290); // 600 ms RTT, 20 ms of it terrestrial
+    line.a.connect(Instant::ZERO);
+    let (mut asked, mut answered) = (false, false);
+    line.run(ms(5_000), |l| {
+        if !asked && l.a.is_established() {
+            asked = l.a.send(l.now, 100) == 100;
+        }
+        if !answered && l.b.bytes_received() == 100 {
+            answered = l.b.send(l.now, 1000) == 1000;
+        }
+    });
+    let at = line
+        .a_rx
+        .iter()
+        .find(|(_, s)| s.payload_len > 0)
+        .map(|(t, _)| *t)
+        .expect("A got the response");
+    assert_eq!(line.a.bytes_received(), 1000);
+    (at, line)
+}
+
+/// (d) Relay writes are immediate: the 1 KB response leaves toward A in the same
+/// `handle_packet` call that brought it from B, so time to first byte is exactly that of no
+/// PEP (1.2 s: two 600 ms round trips) with the `after_listener` handshake, and one
+/// terrestrial round trip (20 ms) less with the local SYN-ACK (A's request waits at the relay).
+#[test]
+fn a_1kb_response_reaches_the_opener_with_no_added_delay() {
+    let (direct, _) = first_byte(Forward::default());
+    assert_eq!(direct, ms(1200));
+    for (mode, want) in [(Handshake::AfterListener, 1200), (Handshake::Local, 1180)] {
+        let (at, line) = first_byte(SplitRelay::new(config(mode)));
+        assert_eq!(at, ms(want), "{mode:?}");
+        // The response reached M at `want − 10` ms and left toward A at that same instant.
+        let from_b = line
+            .b_rx
+            .iter()
+            .find(|(_, s)| s.payload_len == 100)
+            .map(|(t, _)| *t + Duration::from_millis(290))
+            .expect("request reached B");
+        let to_a: Vec<_> = line
+            .m_tx
+            .iter()
+            .filter(|(_, to, s)| *to == To::A && s.payload_len > 0)
+            .collect();
+        assert_eq!(to_a.len(), 1, "{mode:?}: one segment, not split or held");
+        assert_eq!(
+            (to_a[0].0, to_a[0].2.payload_len),
+            (from_b, 1000),
+            "{mode:?}"
+        );
+        assert_eq!(from_b, ms(want - 10));
+    }
+}
+
+/// (a) `after_listener`: the opener's SYN is answered only when the listener's SYN-ACK has
+/// reached the relay (590 ms), and the opener's retransmitted SYN (A's RTO is 1 s) is
+/// absorbed; with `local` the SYN-ACK leaves at once (10 ms).
+#[test]
+fn after_listener_answers_the_syn_only_after_the_listeners_syn_ack() {
+    let syn_ack_at = |mode, mb_ms| {
+        let mut line = Line::new(SplitRelay::new(config(mode)), 10, mb_ms);
+        line.a.connect(Instant::ZERO);
+        line.run(ms(5000), |_| {});
+        let to_a: Vec<_> = line
+            .m_tx
+            .iter()
+            .filter(|(_, to, _)| *to == To::A)
+            .map(|(t, _, s)| (*t, s.flags))
+            .collect();
+        (to_a, line)
+    };
+    let (to_a, _) = syn_ack_at(Handshake::Local, 290);
+    assert_eq!(to_a[0], (ms(10), TcpFlags::SYN));
+    let (to_a, line) = syn_ack_at(Handshake::AfterListener, 290);
+    assert_eq!(to_a[0], (ms(590), TcpFlags::SYN));
+    assert!(line.a.established_at() == Some(ms(600)));
+    // A listener 1.4 s away: A's SYN is retransmitted at 1 s; nothing answers it before the
+    // listener's SYN-ACK is in (2.81 s), and then exactly one SYN-ACK goes out.
+    let (to_a, line) = syn_ack_at(Handshake::AfterListener, 1400);
+    // Toward B: the relay's own SYN and its retransmission on its own 1 s timer; never A's.
+    let syns_to_b: Vec<_> = line
+        .m_tx
+        .iter()
+        .filter(|(_, to, s)| *to == To::B && s.flags.contains(TcpFlags::SYN))
+        .map(|(t, _, s)| (*t, s.seq))
+        .collect();
+    let relay_iss = syns_to_b[0].1;
+    assert_ne!(relay_iss, SeqNumber(1000));
+    assert_eq!(syns_to_b, vec![(ms(10), relay_iss), (ms(1010), relay_iss)]);
+    assert_eq!(to_a.first(), Some(&(ms(2810), TcpFlags::SYN)));
+    assert_eq!(
+        to_a.iter()
+            .filter(|(_, f)| f.contains(TcpFlags::SYN))
+            .count(),
+        1
+    );
+}
+
+/// A's connection to a B that answers SYNs with RST|ACK, through `m`.
+fn refused<M: Node>(m: M) -> Line<M> {
+    let mut line = Line::new(m, 10, 290);
+    line.b_refuses = true;
+    line.a.connect(Instant::ZERO);
+    line.run(ms(5000), |_| {});
+    assert_eq!(line.a.state(), State::Closed);
+    line
+}
+
+/// (a) A listener with no such port answers the relay's SYN with RST|ACK: with
+/// `after_listener`, the opener gets exactly what it gets without a PEP — a RST|ACK from B's
+/// address acknowledging its SYN, at the same instant (600 ms) — and the flow is freed.
+#[test]
+fn refused_connection_looks_to_the_opener_as_without_a_pep() {
+    let direct = refused(Forward::default());
+    let split = refused(SplitRelay::new(config(Handshake::AfterListener)));
+    let view = |rx: &[(Instant, TcpRepr)]| -> Vec<(Instant, u32, Option<u32>, TcpFlags)> {
+        rx.iter()
+            .map(|(t, s)| (*t, s.seq.0, s.ack.map(|a| a.0), s.flags))
+            .collect()
+    };
+    assert_eq!(view(&split.a_rx), view(&direct.a_rx));
+    assert_eq!(
+        view(&direct.a_rx),
+        vec![(ms(600), 0, Some(1001), TcpFlags::RST)]
+    );
+    let st = split.m.stats();
+    assert_eq!((st.flows_aborted, st.handshakes_failed), (1, 1));
+    assert_eq!((split.m.connections(), st.embryonic), (0, 0));
+    // Local SYN-ACK: A was told "connected" at 20 ms, then reset at 600 ms (the documented
+    // cost of the local handshake).
+    let local = refused(SplitRelay::new(config(Handshake::Local)));
+    assert!(local.a.established_at() == Some(ms(20)));
+    assert_eq!(
+        local.a_rx.last().map(|(t, s)| (*t, s.flags)),
+        Some((ms(600), TcpFlags::RST))
+    );
+}
+
+/// (a) A listener that never answers: the opener's SYNs are absorbed until `connect_timeout`
+/// (here 10 s after the SYN reached the relay), then it gets a RST|ACK of its SYN and the
+/// listener a RST of the relay's SYN; nothing else ever reaches the opener.
+#[test]
+fn connect_timeout_resets_both_ends_with_after_listener() {
+    let mut c = config(Handshake::AfterListener);
+    c.connect_timeout = Duration::from_secs(10);
+    let mut line = Line::new(SplitRelay::new(c), 10, 290);
+    line.b = TcpEndpoint::new(tcp(1000), (B, 80), (A, 40000), 9000); // not listening
+    line.a.connect(Instant::ZERO);
+    line.run(ms(60_000), |_| {});
+    let to_a: Vec<_> = line.m_tx.iter().filter(|(_, to, _)| *to == To::A).collect();
+    assert_eq!(to_a.len(), 1);
+    assert_eq!(to_a[0].0, ms(10_010));
+    assert_eq!(
+        (to_a[0].2.flags, to_a[0].2.ack),
+        (TcpFlags::RST, Some(SeqNumber(1001)))
+    );
+    assert_eq!(line.a.state(), State::Closed);
+    let last_to_b = line
+        .m_tx
+        .iter()
+        .rfind(|(_, to, _)| *to == To::B)
+        .expect("SYNs to B");
+    assert_eq!(
+        (last_to_b.0, last_to_b.2.flags),
+        (ms(10_010), TcpFlags::RST)
+    );
+    let st = line.m.stats();
+    assert_eq!((st.handshakes_failed, line.m.connections()), (1, 0));
+    assert_eq!(line.m.poll_timeout(), None);
+}
+
+/// Establish a split flow with `after_listener`, A having written `n` bytes; returns the line
+/// at 2 s (everything acknowledged).
+fn established(n: u64, c: SplitConfig) -> Line<SplitRelay> {
+    let mut line = Line::new(SplitRelay::new(c), 10, 290);
+    line.a.connect(Instant::ZERO);
+    let mut written = 0;
+    line.run(ms(2000), |l| {
+        if l.a.is_established() && written < n {
+            written += l.a.send(l.now, n - written);
+        }
+    });
+    assert_eq!(line.b.bytes_received(), n);
+    line
+}
+
+/// (b) A RST from the opener at its exact next sequence number aborts both legs at once: the
+/// listener gets a RST it accepts (it closes), and the flow is freed. A blind RST one byte off
+/// draws only a challenge ACK (RFC 5961 §3.2) and the connection carries on.
+#[test]
+fn rst_from_the_opener_aborts_both_legs_and_a_blind_rst_is_ignored() {
+    let mut line = established(5000, config(Handshake::AfterListener));
+    let rst = |seq: u32| TcpRepr {
+        src_port: 40000,
+        dst_port: 80,
+        seq: SeqNumber(seq),
+        flags: TcpFlags::RST,
+        ..TcpRepr::default()
+    };
+    // A's next sequence number: ISS 1000 + SYN + 5000 bytes.
+    let blind = pkt(A, B, &rst(1000 + 1 + 5000 + 7));
+    line.m.handle_packet(line.now, PortId(0), blind);
+    let now = line.now;
+    let out: Vec<_> = std::iter::from_fn(|| line.m.poll_transmit(now))
+        .map(|t| parse_packet(&t.pkt).expect("valid").1)
+        .collect();
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(
+        (out[0].flags, out[0].ack),
+        (TcpFlags::default(), Some(SeqNumber(6001)))
+    );
+    assert_eq!(
+        (line.m.stats().resets_ignored, line.m.connections()),
+        (1, 1)
+    );
+
+    let t = line.now;
+    line.send(Duration::ZERO, To::M(0), pkt(A, B, &rst(6001)));
+    line.run(t + Duration::from_secs(5), |_| {});
+    let to_b: Vec<_> = line
+        .m_tx
+        .iter()
+        .filter(|(at, to, _)| *at >= t && *to == To::B)
+        .collect();
+    assert_eq!(to_b.len(), 1);
+    assert_eq!((to_b[0].0, to_b[0].2.flags), (t, TcpFlags::RST));
+    assert_eq!(line.b.state(), State::Closed, "B accepted the relay's RST");
+    let st = line.m.stats();
+    assert_eq!(
+        (st.flows_aborted, st.handshakes_failed, line.m.connections()),
+        (1, 0, 0)
+    );
+}
+
+/// (b) A RST from the listener mid-transfer: the opener gets one RST it accepts, at the
+/// instant the listener's reached the relay.
+#[test]
+fn rst_from_the_listener_mid_transfer_resets_the_opener_at_once() {
+    let mut line = established(5000, config(Handshake::Local));
+    let t = line.now;
+    let rst = TcpRepr {
+        src_port: 80,
+        dst_port: 40000,
+        seq: SeqNumber(9001),
+        flags: TcpFlags::RST,
+        ..TcpRepr::default()
+    };
+    line.send(Duration::ZERO, To::M(1), pkt(B, A, &rst));
+    line.run(t + Duration::from_secs(5), |_| {});
+    let to_a: Vec<_> = line
+        .m_tx
+        .iter()
+        .filter(|(at, to, _)| *at >= t && *to == To::A)
+        .collect();
+    assert_eq!(to_a.len(), 1);
+    assert_eq!((to_a[0].0, to_a[0].2.flags), (t, TcpFlags::RST));
+    assert_eq!(line.a.state(), State::Closed, "A accepted the relay's RST");
+    assert_eq!(line.m.connections(), 0);
+}
+
+/// (c) Half-close both ways: A writes a 100-byte request and shuts down writing at once; its
+/// FIN reaches B right behind the request (the relay passes a FIN on as soon as every byte
+/// before it is in the other half's send buffer). B, having read the FIN, sends a 200 000-byte
+/// response and closes: A, half-closed, receives all of it, then B's FIN; the flow is freed.
+#[test]
+fn half_close_passes_the_fin_behind_the_data_and_the_other_way_stays_open() {
+    for mode in [Handshake::Local, Handshake::AfterListener] {
+        let mut line = Line::new(SplitRelay::new(config(mode)), 10, 290);
+        line.a.connect(Instant::ZERO);
+        let (mut asked, mut answered) = (false, 0u64);
+        line.run(ms(60_000), |l| {
+            if !asked && l.a.is_established() {
+                assert_eq!(l.a.send(l.now, 100), 100);
+                l.a.close(l.now);
+                asked = true;
+            }
+            if l.b.peer_closed() && answered < 200_000 {
+                answered += l.b.send(l.now, 200_000 - answered);
+                if answered == 200_000 {
+                    l.b.close(l.now);
+                }
+            }
+        });
+        let to_b: Vec<_> = line
+            .m_tx
+            .iter()
+            .filter(|(_, to, s)| {
+                *to == To::B && (s.payload_len > 0 || s.flags.contains(TcpFlags::FIN))
+            })
+            .collect();
+        let (data, fin) = (to_b[0], to_b[1]);
+        assert_eq!(data.2.payload_len, 100, "{mode:?}");
+        assert!(fin.2.flags.contains(TcpFlags::FIN));
+        assert_eq!(
+            fin.2.seq,
+            data.2.seq + 100,
+            "{mode:?}: the FIN follows the last byte"
+        );
+        assert_eq!(fin.0, data.0, "{mode:?}: in the same instant");
+        assert_eq!(line.a.bytes_received(), 200_000, "{mode:?}");
+        assert!(line.a.peer_closed() && line.a.is_finished() && line.b.is_finished());
+        assert_eq!(line.m.connections(), 0, "{mode:?}");
+        assert_eq!(line.m.stats().flows_aborted, 0);
+    }
+}
