@@ -57,6 +57,8 @@ struct Line<M: Node> {
     a_rx: Vec<(Instant, TcpRepr)>,
     b_rx: Vec<(Instant, TcpRepr)>,
     m_tx: Vec<(Instant, To, TcpRepr)>,
+    /// When M received a packet.
+    m_rx: Vec<Instant>,
     /// B has no listener: it answers a SYN with RST|ACK as a host's stack does.
     b_refuses: bool,
     /// Data segments M sends toward B wait here instead of travelling.
@@ -80,6 +82,7 @@ impl<M: Node> Line<M> {
             a_rx: Vec::new(),
             b_rx: Vec::new(),
             m_tx: Vec::new(),
+            m_rx: Vec::new(),
             b_refuses: false,
             hold_data_to_b: false,
             held: Vec::new(),
@@ -156,7 +159,10 @@ impl<M: Node> Line<M> {
     fn deliver(&mut self, to: To, p: Packet) {
         let now = self.now;
         match to {
-            To::M(port) => self.m.handle_packet(now, PortId(port), p),
+            To::M(port) => {
+                self.m_rx.push(now);
+                self.m.handle_packet(now, PortId(port), p);
+            }
             To::A => {
                 let (_, seg) = parse_packet(&p).expect("valid");
                 self.a_rx.push((now, seg));
@@ -520,5 +526,251 @@ fn half_close_passes_the_fin_behind_the_data_and_the_other_way_stays_open() {
         assert!(line.a.peer_closed() && line.a.is_finished() && line.b.is_finished());
         assert_eq!(line.m.connections(), 0, "{mode:?}");
         assert_eq!(line.m.stats().flows_aborted, 0);
+    }
+}
+
+/// (f) Backpressure, no drops: B's leg stalls (the relay's data toward B is held), A keeps
+/// writing. The window the relay advertises to A falls by what it holds and reaches 0 when
+/// `buffer_per_conn` (8 000 bytes) is full; once B's leg drains, the window reopens to the
+/// whole buffer, and every byte arrives.
+#[test]
+fn a_full_buffer_closes_the_openers_window_and_draining_reopens_it() {
+    let mut c = config(Handshake::AfterListener);
+    c.buffer_per_conn = ByteSize(8000);
+    let mut line = Line::new(SplitRelay::new(c), 10, 290);
+    line.a.connect(Instant::ZERO);
+    let total = 30_000;
+    let mut written = 0;
+    let mut app = move |l: &mut Line<SplitRelay>| {
+        if l.a.is_established() && written < total {
+            written += l.a.send(l.now, total - written);
+        }
+    };
+    line.hold_data_to_b = true;
+    line.run(ms(3000), &mut app);
+    let acks_to_a: Vec<(u32, u16)> = line
+        .m_tx
+        .iter()
+        .filter(|(_, to, s)| *to == To::A && !s.flags.contains(TcpFlags::SYN))
+        .map(|(_, _, s)| (s.ack.map_or(0, |a| a.0 - 1001), s.window))
+        .collect();
+    // Every ACK's window is what is left of the 8 000 bytes; the last closes it.
+    for &(acked, wnd) in &acks_to_a {
+        assert_eq!(u64::from(wnd), 8000 - u64::from(acked), "{acks_to_a:?}");
+    }
+    assert_eq!(acks_to_a.last(), Some(&(8000, 0)));
+    assert_eq!(line.a.snd_wnd(), 0);
+    let st = line.m.stats();
+    assert_eq!((st.buffer_bytes, st.max_flow_buffer_bytes), (8000, 8000));
+    // B's leg drains: B's first ACK (of two segments) frees 2 000 bytes, and a window update
+    // reopens A's window by as much at that instant; when all is through, the whole buffer.
+    let t = line.now;
+    line.release();
+    line.run(ms(60_000), &mut app);
+    let first_b_ack = line.m_rx.iter().find(|&&at| at > t).copied();
+    let reopened = line
+        .m_tx
+        .iter()
+        .find(|(at, to, s)| *at > t && *to == To::A && s.window > 0)
+        .map(|(at, _, s)| (Some(*at), s.ack.map_or(0, |a| a.0 - 1001), s.window));
+    assert_eq!(reopened, Some((first_b_ack, 8000, 2000)));
+    // The right edge offered to A never moves back (no shrinking window, RFC 9293 §3.8.6),
+    // and the relay ends holding nothing.
+    let edges: Vec<u64> = line
+        .m_tx
+        .iter()
+        .filter(|(_, to, s)| *to == To::A && !s.flags.contains(TcpFlags::SYN))
+        .map(|(_, _, s)| u64::from(s.ack.map_or(0, |a| a.0 - 1001)) + u64::from(s.window))
+        .collect();
+    assert!(edges.windows(2).all(|w| w[0] <= w[1]), "{edges:?}");
+    assert_eq!(edges.last(), Some(&(total + 5000)));
+    assert_eq!(line.m.stats().buffer_bytes, 0);
+    assert_eq!(line.b.bytes_received(), total);
+    assert_eq!(
+        line.m.stats().max_flow_buffer_bytes,
+        8000,
+        "never above the bound"
+    );
+    // Nothing dropped: A's only extra segments were zero-window probes (no timeout, no fast
+    // retransmit).
+    let a = line.a.stats();
+    assert_eq!((a.rto_expirations, a.fast_retransmits), (0, 0), "{a:?}");
+    assert!(a.window_probes > 0, "{a:?}");
+    assert_eq!(line.m.flows().count(), 1);
+}
+
+/// (g) Idle reaping: no packet from either end for `idle_timeout` (30 s) resets both ends
+/// with RSTs each accepts (exact sequence numbers), counts the flow in `flows_reaped` and frees
+/// it; a flow with traffic is not reaped.
+#[test]
+fn an_idle_flow_is_reset_both_ways_and_freed_after_idle_timeout() {
+    let mut c = config(Handshake::AfterListener);
+    c.idle_timeout = Some(Duration::from_secs(30));
+    let mut line = established(5000, c);
+    // The last packet through the relay: B's delayed ACK of the last of the 5 segments, at the
+    // relay at 1.39 s (data at B at 0.9 s, its delayed ACK 200 ms later, 290 ms back).
+    let last = ms(1390);
+    assert_eq!(line.m_rx.last(), Some(&last));
+    line.run(last + Duration::from_nanos(29_999_999_999), |_| {});
+    assert_eq!(line.m.connections(), 1);
+    line.run(last + Duration::from_secs(60), |_| {});
+    let rsts: Vec<_> = line
+        .m_tx
+        .iter()
+        .filter(|(_, _, s)| s.flags.contains(TcpFlags::RST))
+        .map(|(t, to, _)| (*t, *to))
+        .collect();
+    let at = last + Duration::from_secs(30);
+    assert_eq!(rsts, vec![(at, To::A), (at, To::B)]);
+    assert_eq!(
+        (line.a.state(), line.b.state()),
+        (State::Closed, State::Closed)
+    );
+    let st = line.m.stats();
+    assert_eq!(
+        (st.flows_reaped, st.flows_aborted, line.m.connections()),
+        (1, 0, 0)
+    );
+}
+
+/// (e)(h) A SYN flood: 100 000 SYNs from distinct sources, 1 µs apart, at a relay with
+/// `max_connections` = 1 000 and `max_embryonic` = 600. The table never holds more than 600
+/// (all half-open); every other SYN passes through unsplit, unchanged and counted, so a
+/// legitimate connection during the flood is served end to end. After `connect_timeout` (5 s)
+/// the half-open flows are reset and freed, and the next connection is split again.
+#[test]
+fn syn_flood_keeps_the_table_bounded_and_legitimate_connections_are_served() {
+    use crate::flow::testing::{drain, seen};
+    let mut c = config(Handshake::AfterListener);
+    c.max_connections = Some(1000);
+    c.max_embryonic = Some(600);
+    c.buffer_per_conn = ByteSize(64_000); // `buffer_total` (64 MB) covers 500 flows of 2 × 64 KB
+    c.buffer_total = ByteSize(128_000_000); // … and 1 000 of these
+    c.connect_timeout = Duration::from_secs(5);
+    let mut r = SplitRelay::new(c);
+    let syn = |n: u32| segment(many(n), 7, None, TcpFlags::SYN, 0);
+    let t = |n: u32| Instant::ZERO + Duration::from_micros(n.into());
+    let mut max_len = 0;
+    for n in 0..100_000u32 {
+        r.handle_packet(t(n), PortId(0), syn(n));
+        let out = drain(&mut r, t(n));
+        max_len = max_len.max(r.connections());
+        if n < 600 {
+            // Split: only the relay's own SYN toward the listener (the opener waits).
+            assert_eq!(out.len(), 1);
+            assert_ne!(out, vec![seen(&syn(n))]);
+        } else {
+            assert_eq!(out, vec![seen(&syn(n))], "refused SYN {n} passes unchanged");
+        }
+    }
+    assert_eq!(max_len, 600);
+    let st = r.stats();
+    assert_eq!(
+        (
+            st.flows_split,
+            st.unsplit_embryonic,
+            st.unsplit_over_limit,
+            st.embryonic
+        ),
+        (600, 99_400, 0, 600)
+    );
+    assert_eq!(st.buffer_bytes, 0, "half-open flows hold no data");
+    // Retransmissions of the relay's SYNs go to the listeners only; at 5 s all 600 are reset
+    // (RST to each listener, RST|ACK to each opener) and freed.
+    let mut now = t(100_000);
+    let mut rst = 0;
+    while let Some(at) = r.poll_timeout() {
+        now = at;
+        r.handle_timeout(now);
+        for tx in std::iter::from_fn(|| r.poll_transmit(now)) {
+            let (_, s) = parse_packet(&tx.pkt).expect("valid");
+            rst += usize::from(s.flags.contains(TcpFlags::RST));
+        }
+    }
+    assert_eq!(
+        now,
+        t(599) + Duration::from_secs(5),
+        "the last half-open flow's deadline"
+    );
+    assert_eq!(rst, 2 * 600);
+    let st = r.stats();
+    assert_eq!(
+        (st.handshakes_failed, st.embryonic, r.connections()),
+        (600, 0, 0)
+    );
+    // A legitimate connection now is split and served.
+    let mut line = Line::new(r, 10, 290);
+    line.now = now;
+    line.a.connect(now);
+    let mut written = 0;
+    line.run(now + Duration::from_secs(10), |l| {
+        if l.a.is_established() && written < 20_000 {
+            written += l.a.send(l.now, 20_000 - written);
+        }
+    });
+    assert_eq!(line.b.bytes_received(), 20_000);
+    assert_eq!(line.m.stats().flows_split, 601);
+}
+
+/// (e) Without `max_embryonic`, `max_connections` bounds the table the same way (counted in
+/// `unsplit_over_limit`), and `buffer_total` still caps it below `max_connections`.
+#[test]
+fn max_connections_and_buffer_total_bound_the_table() {
+    let run = |max: Option<u32>, total: u64| {
+        let mut c = config(Handshake::Local);
+        c.max_connections = max;
+        c.buffer_per_conn = ByteSize(10_000);
+        c.buffer_total = ByteSize(total);
+        let mut r = SplitRelay::new(c);
+        for n in 0..1000 {
+            r.handle_packet(
+                Instant::ZERO,
+                PortId(0),
+                segment(many(n), 7, None, TcpFlags::SYN, 0),
+            );
+            while r.poll_transmit(Instant::ZERO).is_some() {}
+        }
+        let st = r.stats();
+        (r.connections(), st.flows_split, st.unsplit_over_limit)
+    };
+    assert_eq!(run(Some(100), 10_000_000), (100, 100, 900));
+    assert_eq!(run(Some(100), 1_000_000), (50, 50, 950));
+    assert_eq!(run(None, 1_000_000), (50, 50, 950));
+}
+
+/// New keys: parsed from a scenario table, and `validate` names the key first.
+#[test]
+fn new_keys_parse_and_validate_with_the_key_first() {
+    let c: SplitConfig = toml::from_str(
+        "handshake = \"after_listener\"\nmax_connections = 10000\nmax_embryonic = 2000\n\
+         idle_timeout = \"1h\"\nconnect_timeout = \"10s\"",
+    )
+    .expect("parses");
+    assert_eq!(c.handshake, Handshake::AfterListener);
+    assert_eq!(
+        (c.max_connections, c.max_embryonic),
+        (Some(10_000), Some(2000))
+    );
+    assert_eq!(c.idle_timeout, Some(Duration::from_secs(3600)));
+    assert_eq!(c.validate(), Ok(()));
+    assert!(toml::from_str::<SplitConfig>("handshake = \"later\"").is_err());
+    let bad = |f: fn(&mut SplitConfig)| {
+        let mut c = SplitConfig::default();
+        f(&mut c);
+        c.validate().expect_err("invalid")
+    };
+    assert!(bad(|c| c.max_connections = Some(0)).starts_with("max_connections:"));
+    assert!(bad(|c| c.max_embryonic = Some(0)).starts_with("max_embryonic:"));
+    assert!(bad(|c| c.idle_timeout = Some(Duration::ZERO)).starts_with("idle_timeout:"));
+    assert!(bad(|c| c.connect_timeout = Duration::ZERO).starts_with("connect_timeout:"));
+    // Defaults serialise as before (no new keys in a resolved scenario).
+    let s = toml::to_string(&SplitConfig::default()).expect("serialises");
+    for key in [
+        "handshake",
+        "max_connections",
+        "max_embryonic",
+        "idle_timeout",
+    ] {
+        assert!(!s.contains(key), "{key} in {s}");
     }
 }
