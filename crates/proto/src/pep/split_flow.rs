@@ -222,7 +222,7 @@ impl SplitFlow {
         if seg.flags.contains(TcpFlags::RST) {
             let after = half.state();
             if after != before && matches!(after, State::Closed | State::Listen) {
-                if side == Side::Connect && !self.connect.ep.established_at().is_some() {
+                if side == Side::Connect && self.connect.ep.established_at().is_none() {
                     self.handshake_failed = true;
                 }
                 self.abort_side(side.other(), out);
@@ -252,8 +252,8 @@ impl SplitFlow {
     /// Either half has not completed its handshake (the flow is half-open).
     pub(crate) fn is_embryonic(&self) -> bool {
         self.held_syn.is_some()
-            || !self.accept.ep.established_at().is_some()
-            || !self.connect.ep.established_at().is_some()
+            || self.accept.ep.established_at().is_none()
+            || self.connect.ep.established_at().is_none()
     }
 
     /// `after_listener`: the listener accepted, so the opener's SYN is answered now.
