@@ -773,4 +773,8 @@ fn new_keys_parse_and_validate_with_the_key_first() {
     ] {
         assert!(!s.contains(key), "{key} in {s}");
     }
+    // … and set ones round-trip.
+    let s = toml::to_string(&c).expect("serialises");
+    assert!(s.contains("handshake = \"after_listener\""), "{s}");
+    assert_eq!(toml::from_str::<SplitConfig>(&s).expect("parses"), c);
 }
