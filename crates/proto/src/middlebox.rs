@@ -177,7 +177,7 @@ impl Middlebox {
             Self::DupackDelay(m) => counters!(m.stats();
                 held, released, dropped, flows_refused, flows_idle_expired),
             Self::Spoof(m) => counters!(m.stats();
-                ccbs_allocated, ccbs_closed, ccbs_reset, ccbs_idle_freed, aborts,
+                ccbs_allocated, ccbs_closed, ccbs_reset, resets_kept, ccbs_idle_freed, aborts,
                 bytes_lost_on_abort, spoofed_acks, acks_consumed, retransmissions,
                 window_probes, over_limit, buffer_full_drops),
             Self::IpipTunnel(m) => counters!(m.stats();
