@@ -778,3 +778,70 @@ fn new_keys_parse_and_validate_with_the_key_first() {
     assert!(s.contains("handshake = \"after_listener\""), "{s}");
     assert_eq!(toml::from_str::<SplitConfig>(&s).expect("parses"), c);
 }
+
+/// 10 000 concurrent idle split connections: held (none refused, none half-open), no timer
+/// while they are idle (the relay asks for no wake-up at all), and with `idle_timeout` the
+/// first wake-up is the first connection's idle deadline, which visits and reaps that one
+/// connection only (a RST each way).
+#[test]
+fn ten_thousand_idle_connections_cost_no_wakeups_and_are_reaped_one_by_one() {
+    let open_all = |idle: Option<Duration>| {
+        let mut c = config(Handshake::Local);
+        c.buffer_per_conn = ByteSize(64_000);
+        c.buffer_total = ByteSize(2 * 64_000 * 10_000);
+        c.max_connections = Some(10_000);
+        c.idle_timeout = idle;
+        let mut r = SplitRelay::new(c);
+        for n in 0..10_000u32 {
+            let now = Instant::ZERO + Duration::from_micros(n.into());
+            let key = many(n);
+            r.handle_packet(now, PortId(0), segment(key, 7, None, TcpFlags::SYN, 0));
+            let (mut to_opener, mut to_listener) = (None, None);
+            for tx in std::iter::from_fn(|| r.poll_transmit(now)) {
+                let (ip, s) = parse_packet(&tx.pkt).expect("valid");
+                if ip.dst == key.src {
+                    to_opener = Some(s.seq.0);
+                } else {
+                    to_listener = Some(s.seq.0);
+                }
+            }
+            let (s1, s2) = (to_opener.expect("SYN-ACK"), to_listener.expect("SYN"));
+            let syn_ack = segment(key.reversed(), 100, Some(s2 + 1), TcpFlags::SYN, 0);
+            r.handle_packet(now, PortId(1), syn_ack);
+            r.handle_packet(
+                now,
+                PortId(0),
+                segment(key, 8, Some(s1 + 1), TcpFlags::default(), 0),
+            );
+            while r.poll_transmit(now).is_some() {}
+        }
+        r
+    };
+    let r = open_all(None);
+    let st = r.stats();
+    assert_eq!(
+        (r.connections(), st.flows_split, st.embryonic),
+        (10_000, 10_000, 0)
+    );
+    assert_eq!((st.unsplit_over_limit, st.buffer_bytes), (0, 0));
+    assert_eq!(r.poll_timeout(), None, "idle connections need no timer");
+
+    let mut r = open_all(Some(Duration::from_secs(600)));
+    let first = Instant::ZERO + Duration::from_secs(600);
+    assert_eq!(r.poll_timeout(), Some(first));
+    let before = r.flow_table_stats().visited;
+    r.handle_timeout(first);
+    assert_eq!(
+        r.flow_table_stats().visited - before,
+        2,
+        "one due flow, one look past it"
+    );
+    let rsts = std::iter::from_fn(|| r.poll_transmit(first))
+        .filter(|t| parse_packet(&t.pkt).is_ok_and(|(_, s)| s.flags.contains(TcpFlags::RST)))
+        .count();
+    assert_eq!(
+        (rsts, r.connections(), r.stats().flows_reaped),
+        (2, 9_999, 1)
+    );
+    assert_eq!(r.poll_timeout(), Some(first + Duration::from_micros(1)));
+}
