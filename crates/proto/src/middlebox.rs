@@ -218,7 +218,7 @@ impl Middlebox {
     /// chain), or `None` for a middlebox that keeps none. What a leak check reads after a run.
     pub fn open_connections(&self) -> Option<u64> {
         match self {
-            Self::SplitTcp(m) => Some(m.flows().count() as u64),
+            Self::SplitTcp(m) => Some(m.connections() as u64),
             Self::Spoof(m) => Some(m.ccb_count() as u64),
             Self::Chain(c) => c
                 .elements()
