@@ -845,3 +845,42 @@ fn ten_thousand_idle_connections_cost_no_wakeups_and_are_reaped_one_by_one() {
     );
     assert_eq!(r.poll_timeout(), Some(first + Duration::from_micros(1)));
 }
+
+/// (b) `after_listener`, before the listener has answered: the opener's retransmitted SYN is
+/// absorbed, a RST one off its next sequence number is ignored, and one at it aborts the
+/// relay's own attempt (a RST to the listener at the relay's next sequence number) and frees
+/// the flow; the opener is sent nothing throughout.
+#[test]
+fn the_openers_rst_while_its_syn_is_held_aborts_the_connect_half() {
+    let mut r = SplitRelay::new(config(Handshake::AfterListener));
+    let key = many(1);
+    let out = |r: &mut SplitRelay, p| {
+        r.handle_packet(Instant::ZERO, PortId(0), p);
+        std::iter::from_fn(|| r.poll_transmit(Instant::ZERO))
+            .map(|t| parse_packet(&t.pkt).expect("valid"))
+            .collect::<Vec<_>>()
+    };
+    let first = out(&mut r, segment(key, 7, None, TcpFlags::SYN, 0));
+    assert_eq!(first.len(), 1);
+    assert_eq!((first[0].0.dst, first[0].1.flags), (key.dst, TcpFlags::SYN));
+    let relay_iss = first[0].1.seq;
+    assert!(out(&mut r, segment(key, 7, None, TcpFlags::SYN, 0)).is_empty());
+    assert!(out(&mut r, segment(key, 9, None, TcpFlags::RST, 0)).is_empty());
+    assert_eq!(r.connections(), 1);
+    let rst = out(&mut r, segment(key, 8, None, TcpFlags::RST, 0));
+    assert_eq!(rst.len(), 1);
+    assert_eq!(
+        (rst[0].0.dst, rst[0].1.flags, rst[0].1.seq),
+        (key.dst, TcpFlags::RST, relay_iss + 1)
+    );
+    let st = r.stats();
+    assert_eq!(
+        (
+            r.connections(),
+            st.flows_aborted,
+            st.handshakes_failed,
+            st.embryonic
+        ),
+        (0, 1, 0, 0)
+    );
+}
