@@ -338,15 +338,24 @@ fn refused<M: Node>(m: M) -> Line<M> {
 fn refused_connection_looks_to_the_opener_as_without_a_pep() {
     let direct = refused(Forward::default());
     let split = refused(SplitRelay::new(config(Handshake::AfterListener)));
-    let view = |rx: &[(Instant, TcpRepr)]| -> Vec<(Instant, u32, Option<u32>, TcpFlags)> {
+    type Seen = (Instant, (u16, u16), u32, Option<u32>, TcpFlags);
+    let view = |rx: &[(Instant, TcpRepr)]| -> Vec<Seen> {
         rx.iter()
-            .map(|(t, s)| (*t, s.seq.0, s.ack.map(|a| a.0), s.flags))
+            .map(|(t, s)| {
+                (
+                    *t,
+                    (s.src_port, s.dst_port),
+                    s.seq.0,
+                    s.ack.map(|a| a.0),
+                    s.flags,
+                )
+            })
             .collect()
     };
     assert_eq!(view(&split.a_rx), view(&direct.a_rx));
     assert_eq!(
         view(&direct.a_rx),
-        vec![(ms(600), 0, Some(1001), TcpFlags::RST)]
+        vec![(ms(600), (80, 40000), 0, Some(1001), TcpFlags::RST)]
     );
     let st = split.m.stats();
     assert_eq!((st.flows_aborted, st.handshakes_failed), (1, 1));
@@ -480,7 +489,11 @@ fn rst_from_the_listener_mid_transfer_resets_the_opener_at_once() {
     assert_eq!(to_a.len(), 1);
     assert_eq!((to_a[0].0, to_a[0].2.flags), (t, TcpFlags::RST));
     assert_eq!(line.a.state(), State::Closed, "A accepted the relay's RST");
-    assert_eq!(line.m.connections(), 0);
+    let st = line.m.stats();
+    assert_eq!(
+        (line.m.connections(), st.flows_aborted, st.handshakes_failed),
+        (0, 1, 0)
+    );
 }
 
 /// (c) Half-close both ways: A writes a 100-byte request and shuts down writing at once; its

@@ -220,8 +220,9 @@ impl SplitFlow {
         let before = half.state();
         half.handle_segment_with_payload(now, seg, payload);
         if seg.flags.contains(TcpFlags::RST) {
-            let after = half.state();
-            if after != before && matches!(after, State::Closed | State::Listen) {
+            // A RST changes a half's state only when accepted (to Closed, or back to Listen
+            // for a passive half in SYN-RECEIVED).
+            if half.state() != before {
                 if side == Side::Connect && self.connect.ep.established_at().is_none() {
                     self.handshake_failed = true;
                 }
