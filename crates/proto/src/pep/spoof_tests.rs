@@ -253,7 +253,7 @@ fn only_an_exact_rst_frees_a_ccb_and_the_hybrid_host_accepts_it() {
         Packet::build(0, |b| emit_ipv4_tcp(&Ipv4Repr::tcp(A, B, 0), &seg, b))
     };
     let now = net.now;
-    let mut send = |net: &mut Net<SpoofGateway>, p: Packet| {
+    let send = |net: &mut Net<SpoofGateway>, p: Packet| {
         net.m.handle_packet(now, PortId(0), p);
         std::iter::from_fn(|| net.m.poll_transmit(now))
             .map(|t| parse_packet(&t.pkt).expect("valid").1)
