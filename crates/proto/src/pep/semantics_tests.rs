@@ -897,3 +897,53 @@ fn the_openers_rst_while_its_syn_is_held_aborts_the_connect_half() {
         (0, 1, 0, 0)
     );
 }
+
+/// (a)(h) `local` handshake, an opener that never acknowledges the relay's SYN-ACK (a spoofed
+/// SYN) while the listener accepts: the flow stays half-open (counted in `embryonic`, so
+/// `max_embryonic` bounds such flows) and at `connect_timeout` both ends are reset and the flow
+/// is freed as a failed handshake.
+#[test]
+fn local_handshake_half_open_on_the_openers_side_is_reset_at_connect_timeout() {
+    let mut c = config(Handshake::Local);
+    c.connect_timeout = Duration::from_secs(20);
+    let mut r = SplitRelay::new(c);
+    let key = many(3);
+    let now = Instant::ZERO;
+    r.handle_packet(now, PortId(0), segment(key, 7, None, TcpFlags::SYN, 0));
+    let to_listener = std::iter::from_fn(|| r.poll_transmit(now))
+        .map(|t| parse_packet(&t.pkt).expect("valid"))
+        .find(|(ip, _)| ip.dst == key.dst)
+        .map(|(_, s)| s.seq)
+        .expect("SYN to the listener");
+    let syn_ack = segment(
+        key.reversed(),
+        100,
+        Some(to_listener.0 + 1),
+        TcpFlags::SYN,
+        0,
+    );
+    r.handle_packet(now, PortId(1), syn_ack);
+    while r.poll_transmit(now).is_some() {}
+    assert_eq!(
+        r.stats().embryonic,
+        1,
+        "the opener's half is not established"
+    );
+    let mut rsts = Vec::new();
+    while let Some(at) = r.poll_timeout() {
+        r.handle_timeout(at);
+        for t in std::iter::from_fn(|| r.poll_transmit(at)) {
+            let (ip, s) = parse_packet(&t.pkt).expect("valid");
+            if s.flags.contains(TcpFlags::RST) {
+                rsts.push((at, ip.dst));
+            }
+        }
+    }
+    let deadline = now + Duration::from_secs(20);
+    assert_eq!(rsts, vec![(deadline, key.src), (deadline, key.dst)]);
+    let st = r.stats();
+    assert_eq!(
+        (st.handshakes_failed, st.embryonic, r.connections()),
+        (1, 0, 0)
+    );
+}

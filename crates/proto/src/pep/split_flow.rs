@@ -232,7 +232,7 @@ impl SplitFlow {
             }
             self.resets_ignored += 1;
         }
-        if side == Side::Connect && self.connect.ep.is_established() {
+        if self.connect.ep.is_established() {
             self.answer_held_syn(now);
         }
         self.pump(now, out);
@@ -252,9 +252,8 @@ impl SplitFlow {
 
     /// Either half has not completed its handshake (the flow is half-open).
     pub(crate) fn is_embryonic(&self) -> bool {
-        self.held_syn.is_some()
-            || self.accept.ep.established_at().is_none()
-            || self.connect.ep.established_at().is_none()
+        // (A held SYN implies a half-open accept half.)
+        self.accept.ep.established_at().is_none() || self.connect.ep.established_at().is_none()
     }
 
     /// `after_listener`: the listener accepted, so the opener's SYN is answered now.
