@@ -129,7 +129,7 @@ pub struct SpoofStats {
     /// Connections aborted at the retry limit (RST to both ends).
     pub aborts: u64,
     /// Bytes the Internet host had been told were delivered, lost in aborts (the retry limit,
-    /// or the Internet host's own RST while they were queued).
+    /// or an end's RST while they were queued).
     pub bytes_lost_on_abort: u64,
     /// Spoofed ACKs sent to Internet hosts.
     pub spoofed_acks: u64,
@@ -587,7 +587,8 @@ impl SpoofGateway {
     /// (nothing is queued yet): a blind RST must not discard data the gateway has acknowledged
     /// in the hybrid host's name. It is passed on either way (the end host judges it too). An
     /// Internet host's RST while data is queued reaches the hybrid host at the sequence number
-    /// that host expects (its last ACK), so that it closes too; the queued bytes are lost.
+    /// that host expects (its last ACK), so that it closes too. Either way the queued bytes
+    /// are lost (counted in `bytes_lost_on_abort`).
     fn on_reset(&mut self, key: Key, from_inet: bool, seg: &TcpRepr, pkt: Packet) {
         let Some(c) = self.ccbs.get(&key) else {
             self.out.push_back(pkt);
@@ -606,8 +607,9 @@ impl SpoofGateway {
         let (queued, host_una) = (c.queued_bytes, c.host_una);
         self.ccbs.remove_key(&key);
         self.stats.ccbs_reset += 1;
+        // Either end's RST loses what is queued: the Internet host was told it arrived.
+        self.stats.bytes_lost_on_abort += queued;
         if from_inet && queued > 0 {
-            self.stats.bytes_lost_on_abort += queued;
             let to_host = TcpRepr {
                 seq: host_una,
                 ack: seg.ack,

@@ -247,7 +247,9 @@ fn only_an_exact_rst_frees_a_ccb_and_the_hybrid_host_accepts_it() {
             src_port: 40000,
             dst_port: 80,
             seq,
+            ack: Some(SeqNumber(9001)),
             flags: TcpFlags::RST,
+            window: 1234,
             ..TcpRepr::default()
         };
         Packet::build(0, |b| emit_ipv4_tcp(&Ipv4Repr::tcp(A, B, 0), &seg, b))
@@ -277,7 +279,10 @@ fn only_an_exact_rst_frees_a_ccb_and_the_hybrid_host_accepts_it() {
     assert_eq!(out.len(), 1);
     // B's next expected byte: its ISS 9000's peer A started at 1000; B got `bytes_received`.
     let b_next = SeqNumber(1001) + net.b.bytes_received() as u32;
-    assert_eq!((out[0].seq, out[0].flags), (b_next, TcpFlags::RST));
+    assert_eq!(
+        (out[0].seq, out[0].ack, out[0].flags),
+        (b_next, Some(SeqNumber(9001)), TcpFlags::RST)
+    );
     let st = net.m.stats();
     assert_eq!((net.m.ccb_count(), st.ccbs_reset), (0, 1));
     assert_eq!(st.bytes_lost_on_abort, queued);
@@ -322,4 +327,73 @@ fn the_hybrid_hosts_exact_rst_frees_the_ccb() {
         assert_eq!((net.m.ccb_count(), net.m.stats().resets_kept), (ccbs, kept));
     }
     assert_eq!(net.m.stats().ccbs_reset, 1);
+}
+
+/// With nothing queued, the Internet host's exact RST passes byte for byte; the hybrid host's
+/// exact RST while data is queued passes unchanged too, and the queued bytes count as lost.
+#[test]
+fn exact_rsts_pass_unchanged_and_queued_bytes_count_as_lost() {
+    use crate::flow::testing::{drain, seen};
+    use crate::wire::{emit_ipv4_tcp, Ipv4Repr, SeqNumber, TcpRepr};
+    use crate::{Node, Packet, PortId};
+    let rst = |from_a: bool, seq: SeqNumber| {
+        let (src, dst, sp, dp) = if from_a {
+            (A, B, 40000, 80)
+        } else {
+            (B, A, 80, 40000)
+        };
+        let seg = TcpRepr {
+            src_port: sp,
+            dst_port: dp,
+            seq,
+            ack: Some(SeqNumber(77)),
+            flags: TcpFlags::RST,
+            window: 1234,
+            ..TcpRepr::default()
+        };
+        Packet::build(0, |b| emit_ipv4_tcp(&Ipv4Repr::tcp(src, dst, 9), &seg, b))
+    };
+    // Transfer done, nothing queued: A's RST at its next sequence number.
+    let mut net = Net::new(
+        gw(SpoofConfig::default()),
+        tcp(1000),
+        tcp(1000),
+        hops(),
+        20_000,
+    );
+    net.close = false;
+    net.run_until(at(5.0));
+    assert_eq!(net.m.buffered_bytes(), 0);
+    let a_next = SeqNumber(1001) + 20_000;
+    let p = rst(true, a_next);
+    let want = seen(&p);
+    net.m.handle_packet(net.now, PortId(0), p);
+    assert_eq!(drain(&mut net.m, net.now), vec![want]);
+    assert_eq!(
+        (net.m.ccb_count(), net.m.stats().bytes_lost_on_abort),
+        (0, 0)
+    );
+
+    // The satellite hop dies with data queued; B (which sent only its SYN-ACK) resets.
+    let mut net = Net::new(
+        gw(SpoofConfig::default()),
+        tcp(1000),
+        tcp(1000),
+        hops(),
+        1_000_000,
+    );
+    net.run_until(at(3.0));
+    net.hops[MB].cut = true;
+    net.run_until(at(6.0));
+    let queued = net.m.buffered_bytes();
+    assert!(queued > 0);
+    let p = rst(false, SeqNumber(9001));
+    let want = seen(&p);
+    net.m.handle_packet(net.now, PortId(1), p);
+    assert_eq!(drain(&mut net.m, net.now), vec![want]);
+    let st = net.m.stats();
+    assert_eq!(
+        (net.m.ccb_count(), st.ccbs_reset, st.bytes_lost_on_abort),
+        (0, 1, queued)
+    );
 }
