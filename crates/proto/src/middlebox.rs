@@ -159,7 +159,7 @@ impl Middlebox {
     /// Every counter of this middlebox, named as the fields of its stats struct, in field
     /// order; a chain's are its elements' as `<index>.<kind>.<name>`. What summary.json's
     /// `middleboxes` section reports. Call any time; the values only grow, except gauges named
-    /// `buffer_bytes` (split relay, now).
+    /// `buffer_bytes` and `embryonic` (split relay, now).
     pub fn counters(&self) -> Vec<(String, u64)> {
         let own: Vec<(&'static str, u64)> = match self {
             Self::PassThrough(_) => Vec::new(),
@@ -168,15 +168,16 @@ impl Middlebox {
                 retransmissions_passed, duplicates_dropped, buffer_drops, windows_rewritten,
                 wscale_rewritten, max_held_bytes),
             Self::SplitTcp(m) => counters!(m.stats();
-                flows_split, unsplit_over_limit, flows_aborted, passed_through, buffer_bytes,
-                max_buffer_bytes, max_flow_buffer_bytes, unsendable),
+                flows_split, unsplit_over_limit, unsplit_embryonic, flows_aborted,
+                handshakes_failed, flows_reaped, resets_ignored, embryonic, passed_through,
+                buffer_bytes, max_buffer_bytes, max_flow_buffer_bytes, unsendable),
             Self::Snoop(m) => counters!(m.stats();
                 local_rtx_dupack, local_rtx_timeout, dupacks_suppressed, dupacks_forwarded,
                 sender_rtx, cache_full, flows_refused, flows_idle_expired),
             Self::DupackDelay(m) => counters!(m.stats();
                 held, released, dropped, flows_refused, flows_idle_expired),
             Self::Spoof(m) => counters!(m.stats();
-                ccbs_allocated, ccbs_closed, ccbs_reset, ccbs_idle_freed, aborts,
+                ccbs_allocated, ccbs_closed, ccbs_reset, resets_kept, ccbs_idle_freed, aborts,
                 bytes_lost_on_abort, spoofed_acks, acks_consumed, retransmissions,
                 window_probes, over_limit, buffer_full_drops),
             Self::IpipTunnel(m) => counters!(m.stats();
@@ -217,7 +218,7 @@ impl Middlebox {
     /// chain), or `None` for a middlebox that keeps none. What a leak check reads after a run.
     pub fn open_connections(&self) -> Option<u64> {
         match self {
-            Self::SplitTcp(m) => Some(m.flows().count() as u64),
+            Self::SplitTcp(m) => Some(m.connections() as u64),
             Self::Spoof(m) => Some(m.ccb_count() as u64),
             Self::Chain(c) => c
                 .elements()

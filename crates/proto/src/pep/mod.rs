@@ -11,10 +11,12 @@ mod proxy;
 mod split_flow;
 pub mod spoof;
 
-pub use proxy::{SplitConfig, SplitFlowInfo, SplitRelay, SplitStats};
+pub use proxy::{Handshake, SplitConfig, SplitFlowInfo, SplitRelay, SplitStats};
 pub use split_flow::Side;
 pub use spoof::{CcbState, SpoofConfig, SpoofGateway, SpoofStats};
 
+#[cfg(test)]
+mod semantics_tests;
 #[cfg(test)]
 mod spoof_tests;
 #[cfg(test)]

@@ -2,29 +2,47 @@
 //! per split connection (RFC 3135 §2.1.1, "split connections"; Karaliopoulos et al.'s
 //! "split Reno–SACK").
 //!
-//! Decisions, each with its reason:
+//! Decisions, each with its reason (docs/deploy.md, "Split-TCP semantics", says the same for
+//! operators):
 //!
-//! - **Handshake: local SYN-ACK.** The accept half answers the opener's SYN at once while the
-//!   connect half opens its own connection to the listener. This saves the opener one satellite
-//!   round trip, which is what a PEP is for; the price is that the opener is told "connected"
-//!   before the listener has said anything. If the listener refuses (RST) or does not answer
-//!   within `connect_timeout`, the opener gets a RST — the closest truthful thing it can still
-//!   be told (RFC 3135 §4.2 lists this loss of end-to-end semantics).
-//! - **FIN** is passed on only after every byte before it has been handed to the other half;
-//!   each half closes on its own, so a half-closed connection stays half-closed end to end.
-//! - **RST** from either end resets the other end at once and frees the flow: data still in the
-//!   gateway's buffer is lost, and the sender has been told (by our ACKs) that it was
-//!   delivered. That is the end-to-end-semantics cost of splitting, stated rather than hidden.
+//! - **Handshake** (`handshake`). `"local"` (the default, and what the papers' split gateways
+//!   do): the accept half answers the opener's SYN at once while the connect half opens its own
+//!   connection to the listener. This saves the opener one satellite round trip of handshake;
+//!   the price is that the opener is told "connected" before the listener has said anything. If
+//!   the listener refuses (RST) or does not answer within `connect_timeout`, the opener gets a
+//!   RST — the closest truthful thing it can still be told (RFC 3135 §4.2). `"after_listener"`:
+//!   the opener's SYN is held (its retransmissions absorbed) and answered only once the
+//!   listener's SYN-ACK has arrived, so a refused or unreachable listener looks to the opener
+//!   as it would without a PEP: the listener's RST becomes a RST (ACK of the opener's SYN) from
+//!   the listener's address, and the connect timeout a RST of the same form. Time to first
+//!   byte is the same in both modes (the request waits for the second leg either way).
+//! - **FIN** is passed on once every byte before it has been handed to the other half's send
+//!   buffer: it leaves behind them, so the FIN means "sent", as in any TCP half-close; each half
+//!   closes on its own, so a half-closed connection stays half-closed end to end.
+//! - **RST** from either end, once the half it reaches accepts it (RFC 9293 §3.10.7 with the
+//!   exact-sequence rule of RFC 5961 §3.2: a blind RST only draws a challenge ACK), resets the
+//!   other end at once and frees the flow: data still in the gateway's buffer is lost, and the
+//!   sender has been told (by our ACKs) that it was delivered. That is the
+//!   end-to-end-semantics cost of splitting, stated rather than hidden.
+//! - **Handshake deadline**: both halves must be established by `connect_timeout` after the
+//!   opener's SYN, or both ends get a RST and the flow is freed; so a SYN flood's half-open
+//!   flows leave the table after `connect_timeout`.
 //! - **Memory**: each half's receive buffer is `buffer_per_conn`, so each direction of a flow
-//!   holds at most that much; a new connection is split only while `buffer_total` can cover
-//!   the worst case of all split flows (2 × `buffer_per_conn` each). Beyond that connections
-//!   pass through unsplit (end to end, counted in `unsplit_over_limit`), which never breaks
-//!   them and keeps the bound strict.
-//! - **Flow table**: a [`FlowTable`] whose capacity is what `buffer_total` covers
-//!   (`buffer_total / (2 × buffer_per_conn)`), so the refusal above is the table's; no idle
-//!   expiry, since each half's own timers (retransmission, connect timeout) end a dead
-//!   connection. Timers of due flows only are run, and the buffer gauges are kept by
-//!   difference, so no call scans every flow.
+//!   holds at most that much, and the window a half advertises falls to zero when its buffer
+//!   is full (backpressure); a new connection is split only while `buffer_total` can cover
+//!   the worst case of all split flows (2 × `buffer_per_conn` each), while fewer than
+//!   `max_connections` flows are held and fewer than `max_embryonic` are still in their
+//!   handshake. Beyond any of these, connections pass through unsplit (end to end, counted in
+//!   `unsplit_over_limit` or `unsplit_embryonic`): the relay then behaves as if it were not
+//!   there, which never breaks a connection, never amplifies a flood and keeps every bound
+//!   strict; a listener's own defences (SYN cookies) see the SYNs the relay could not take.
+//! - **Idle reaping** (`idle_timeout`, off by default): a flow with no packet from either end
+//!   for that long is reset both ways (counted in `flows_reaped`) and freed. Reset rather than
+//!   forgotten, because after it is gone every later segment would pass through unsplit with
+//!   sequence numbers the other end never agreed to.
+//! - **Flow table**: a [`FlowTable`] whose capacity is the smallest of the limits above, so
+//!   the refusal is the table's. Timers of due flows only are run, and the buffer gauges and
+//!   the embryonic count are kept by difference, so no call scans every flow.
 //! - **Transparency**: the halves use the end hosts' addresses, so neither host can tell; the
 //!   router must be on both directions' path (the scenario's routes ensure it).
 
@@ -59,6 +77,41 @@ pub struct SplitConfig {
     /// TCP settings of the half that opens toward the listener (for a download: the satellite
     /// side, e.g. a larger `send_buffer` and SACK).
     pub tcp_connect: TcpConfig,
+    /// When the opener's SYN is answered: `"local"` (at once) or `"after_listener"` (once the
+    /// listener's SYN-ACK has arrived). Default `"local"`.
+    #[serde(skip_serializing_if = "Handshake::is_local")]
+    pub handshake: Handshake,
+    /// At most this many split connections at once; further ones pass through unsplit.
+    /// Default: none (only `buffer_total` limits them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_connections: Option<u32>,
+    /// At most this many split connections still in their handshake (either half not yet
+    /// established); further SYNs pass through unsplit. Default: none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_embryonic: Option<u32>,
+    /// Reset (both ways) and free a split connection that has seen no packet from either end
+    /// for this long. Default: none (never).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_timeout: Option<Duration>,
+}
+
+/// When the relay answers the opener's SYN (see the module doc).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Handshake {
+    /// At once, while the connect half opens its own connection (saves a round trip of
+    /// handshake; a refusal reaches the opener as a RST after it was told "connected").
+    #[default]
+    Local,
+    /// Only once the listener has accepted the connect half: refusals and unreachable
+    /// listeners look as they would without a PEP.
+    AfterListener,
+}
+
+impl Handshake {
+    fn is_local(&self) -> bool {
+        *self == Self::Local
+    }
 }
 
 impl Default for SplitConfig {
@@ -70,6 +123,10 @@ impl Default for SplitConfig {
             connect_timeout: Duration::from_secs(75),
             tcp_accept: TcpConfig::default(),
             tcp_connect: TcpConfig::default(),
+            handshake: Handshake::Local,
+            max_connections: None,
+            max_embryonic: None,
+            idle_timeout: None,
         }
     }
 }
@@ -92,6 +149,18 @@ impl SplitConfig {
         if self.tcp_accept.mss == 0 || self.tcp_connect.mss == 0 {
             return Err("tcp_accept.mss / tcp_connect.mss: must be at least 1".into());
         }
+        if self.connect_timeout == Duration::ZERO {
+            return Err("connect_timeout: must be > 0".into());
+        }
+        if self.max_connections == Some(0) {
+            return Err("max_connections: must be at least 1 (leave it out for no limit)".into());
+        }
+        if self.max_embryonic == Some(0) {
+            return Err("max_embryonic: must be at least 1 (leave it out for no limit)".into());
+        }
+        if self.idle_timeout == Some(Duration::ZERO) {
+            return Err("idle_timeout: must be > 0 (leave it out to never reap)".into());
+        }
         Ok(())
     }
 }
@@ -101,10 +170,24 @@ impl SplitConfig {
 pub struct SplitStats {
     /// Connections split.
     pub flows_split: u64,
-    /// Connections passed through unsplit because `buffer_total` was committed.
+    /// Connections passed through unsplit because the table was full (`buffer_total` committed
+    /// or `max_connections` reached).
     pub unsplit_over_limit: u64,
-    /// Split connections that ended in a RST (from an end, or the connect timeout).
+    /// Connections passed through unsplit because `max_embryonic` flows were in their
+    /// handshake.
+    pub unsplit_embryonic: u64,
+    /// Split connections that ended in a RST (from an end, or the handshake deadline).
     pub flows_aborted: u64,
+    /// Of `flows_aborted`: the listener refused or did not answer in time (the handshake
+    /// deadline passed with either half not established).
+    pub handshakes_failed: u64,
+    /// Split connections reset both ways and freed after `idle_timeout` without a packet.
+    pub flows_reaped: u64,
+    /// RSTs an end sent that the half they reached did not accept (RFC 5961: not at the
+    /// exact sequence number); the flow carried on.
+    pub resets_ignored: u64,
+    /// Split connections in their handshake now (a gauge).
+    pub embryonic: u64,
     /// Packets forwarded untouched (not TCP, not split, not parseable).
     pub passed_through: u64,
     /// Bytes the gateway holds now, all flows and directions.
@@ -140,6 +223,12 @@ struct Relayed {
     flow: SplitFlow,
     /// Its share of `SplitRelay::buffered`: both directions, bytes.
     counted: u64,
+    /// Counted in `SplitRelay::embryonic`.
+    embryonic: bool,
+    /// Last packet from either end (for `idle_timeout`).
+    last_seen: Instant,
+    /// Reset by the idle reaper (counted apart from aborts).
+    reaped: bool,
 }
 
 /// The split-TCP relay middlebox.
@@ -150,6 +239,8 @@ pub struct SplitRelay {
     flows: FlowTable<Relayed>,
     /// Bytes held by all flows, as last accounted (the `buffer_bytes` gauge, kept by difference).
     buffered: u64,
+    /// Flows in their handshake, as last accounted (kept by difference).
+    embryonic: u64,
     /// Flows due in the current `handle_timeout` (kept to reuse its allocation).
     due: Vec<FlowId>,
     out: Vec<Packet>,
@@ -166,10 +257,16 @@ impl SplitRelay {
     /// A relay with no connections.
     pub fn new(config: SplitConfig) -> Self {
         let per_flow = 2 * config.buffer_per_conn.bytes();
-        let capacity = config.buffer_total.bytes().checked_div(per_flow);
+        let capacity = config
+            .buffer_total
+            .bytes()
+            .checked_div(per_flow)
+            .unwrap_or(u64::MAX)
+            .min(config.max_connections.map_or(u64::MAX, u64::from));
         Self {
-            flows: FlowTable::new(capacity.map_or(usize::MAX, |c| c as usize), None),
+            flows: FlowTable::new(usize::try_from(capacity).unwrap_or(usize::MAX), None),
             buffered: 0,
+            embryonic: 0,
             due: Vec::new(),
             config,
             out: Vec::new(),
@@ -183,6 +280,11 @@ impl SplitRelay {
     /// Counters (buffer fields as of the last input).
     pub fn stats(&self) -> SplitStats {
         self.stats
+    }
+
+    /// Split connections held now (the table's size; O(1), for a gauge).
+    pub fn connections(&self) -> usize {
+        self.flows.len()
     }
 
     /// Counters of the flow table, among them the entries timeouts visited.
@@ -230,9 +332,18 @@ impl SplitRelay {
         if !self.config.ports.is_empty() && !self.config.ports.contains(&key.dst_port) {
             return None;
         }
-        // Full table: `buffer_total` cannot cover another 2 × `buffer_per_conn`.
+        // Full table: `buffer_total` cannot cover another 2 × `buffer_per_conn`, or
+        // `max_connections` are held.
         if self.flows.is_full() {
             self.stats.unsplit_over_limit += 1;
+            return None;
+        }
+        if self
+            .config
+            .max_embryonic
+            .is_some_and(|m| self.embryonic >= u64::from(m))
+        {
+            self.stats.unsplit_embryonic += 1;
             return None;
         }
         let per_conn = self.config.buffer_per_conn;
@@ -247,24 +358,42 @@ impl SplitRelay {
         let accept = TcpEndpoint::new(ca, listener, opener, self.iss);
         let connect = TcpEndpoint::new(cc, opener, listener, self.iss.rotate_left(16));
         let deadline = now + self.config.connect_timeout;
-        let flow = SplitFlow::new(now, syn, accept, connect, deadline, real_bytes, syn_payload);
-        let id = self
-            .flows
-            .insert(now, key, Relayed { flow, counted: 0 })
-            .ok()?;
+        let defer = self.config.handshake == Handshake::AfterListener;
+        let flow = SplitFlow::new(
+            now,
+            syn,
+            (accept, connect),
+            deadline,
+            defer,
+            real_bytes,
+            syn_payload,
+        );
+        let relayed = Relayed {
+            flow,
+            counted: 0,
+            embryonic: false,
+            last_seen: now,
+            reaped: false,
+        };
+        let id = self.flows.insert(now, key, relayed).ok()?;
         self.stats.flows_split += 1;
         Some(id)
     }
 
     /// Forget flow `id` if it has finished.
     fn after(&mut self, id: FlowId) {
-        let f = &self.flows[id].flow;
-        if f.is_finished() {
-            if f.aborted {
+        let r = &self.flows[id];
+        if r.flow.is_finished() {
+            if r.reaped {
+                self.stats.flows_reaped += 1;
+            } else if r.flow.aborted {
                 self.stats.flows_aborted += 1;
+                self.stats.handshakes_failed += u64::from(r.flow.handshake_failed);
             }
             if let Some((_, r)) = self.flows.remove(id) {
                 self.buffered -= r.counted;
+                self.embryonic -= u64::from(r.embryonic);
+                self.stats.embryonic = self.embryonic;
             }
         }
     }
@@ -274,11 +403,16 @@ impl SplitRelay {
     fn account(&mut self, id: FlowId) {
         let r = &mut self.flows[id];
         self.stats.unsendable += std::mem::take(&mut r.flow.unsendable);
+        self.stats.resets_ignored += std::mem::take(&mut r.flow.resets_ignored);
         let b = r.flow.buffered();
         self.stats.max_flow_buffer_bytes = self.stats.max_flow_buffer_bytes.max(b[0]).max(b[1]);
         self.buffered = self.buffered - r.counted + b[0] + b[1];
         r.counted = b[0] + b[1];
-        let at = r.flow.poll_timeout();
+        let embryonic = r.flow.is_embryonic();
+        self.embryonic = self.embryonic - u64::from(r.embryonic) + u64::from(embryonic);
+        r.embryonic = embryonic;
+        let idle = self.config.idle_timeout.map(|d| r.last_seen + d);
+        let at = [r.flow.poll_timeout(), idle].into_iter().flatten().min();
         self.flows.set_deadline(id, at);
     }
 
@@ -286,6 +420,7 @@ impl SplitRelay {
     fn publish_buffer_stats(&mut self) {
         self.stats.buffer_bytes = self.buffered;
         self.stats.max_buffer_bytes = self.stats.max_buffer_bytes.max(self.buffered);
+        self.stats.embryonic = self.embryonic;
     }
 }
 
@@ -330,9 +465,9 @@ impl Node for SplitRelay {
             return;
         };
         let mut out = std::mem::take(&mut self.out);
-        self.flows[id]
-            .flow
-            .handle_segment(now, side, &seg, payload, &mut out);
+        let r = &mut self.flows[id];
+        r.last_seen = now;
+        r.flow.handle_segment(now, side, &seg, payload, &mut out);
         self.out = out;
         self.account(id);
         self.publish_buffer_stats();
@@ -343,8 +478,15 @@ impl Node for SplitRelay {
         let mut due = std::mem::take(&mut self.due);
         self.flows.take_due(now, &mut due);
         let mut out = std::mem::take(&mut self.out);
+        let idle = self.config.idle_timeout;
         for &id in &due {
-            self.flows[id].flow.handle_timeout(now, &mut out);
+            let r = &mut self.flows[id];
+            if idle.is_some_and(|d| now >= r.last_seen + d) {
+                r.reaped = true;
+                r.flow.abort(&mut out);
+            } else {
+                r.flow.handle_timeout(now, &mut out);
+            }
             self.account(id);
         }
         self.out = out;

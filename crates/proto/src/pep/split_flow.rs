@@ -81,6 +81,21 @@ impl Half {
         };
         self.packet(&seg)
     }
+
+    /// The RST|ACK a host with no listener answers `syn` with, from this half's address.
+    fn refusal(&mut self, syn: &TcpRepr) -> Packet {
+        let seg = TcpRepr {
+            src_port: self.ep.local().1,
+            dst_port: self.ep.remote().1,
+            seq: SeqNumber(0),
+            ack: Some(syn.seq + syn.segment_len()),
+            flags: TcpFlags::RST,
+            ..TcpRepr::default()
+        };
+        let ip = Ipv4Repr::tcp(self.ep.local().0, self.ep.remote().0, self.ident);
+        self.ident = self.ident.wrapping_add(1);
+        Packet::build(0, |buf| emit_ipv4_tcp(&ip, &seg, buf))
+    }
 }
 
 /// Which half a packet belongs to.
@@ -92,6 +107,15 @@ pub enum Side {
     Connect,
 }
 
+impl Side {
+    fn other(self) -> Self {
+        match self {
+            Self::Accept => Self::Connect,
+            Self::Connect => Self::Accept,
+        }
+    }
+}
+
 /// A split connection.
 #[derive(Clone, Debug)]
 pub(crate) struct SplitFlow {
@@ -100,9 +124,17 @@ pub(crate) struct SplitFlow {
     /// Bytes written into the other half so far: [accept → connect, connect → accept].
     fed: [u64; 2],
     fin_fed: [bool; 2],
-    /// The connect half must be established by then, or the flow is aborted.
+    /// Both halves must be established by then, or the flow is aborted.
     pub(crate) connect_deadline: Instant,
     pub(crate) aborted: bool,
+    /// The flow was aborted because a half was not established by the deadline, or the
+    /// listener refused the connect half.
+    pub(crate) handshake_failed: bool,
+    /// `after_listener` handshake: the opener's SYN and its payload, held until the connect
+    /// half is established (then the accept half gets it and answers).
+    held_syn: Option<(TcpRepr, Option<Vec<u8>>)>,
+    /// RSTs from an end that its half did not accept (RFC 5961), since last taken.
+    pub(crate) resets_ignored: u64,
     /// Bytes on their way from one half to the other (real-bytes flows only; at most
     /// [`RELAY_CHUNK`] bytes).
     scratch: Vec<u8>,
@@ -115,15 +147,16 @@ pub(crate) struct SplitFlow {
 const RELAY_CHUNK: usize = 64 * 1024;
 
 impl SplitFlow {
-    /// A flow for an opener's SYN `syn` from `opener` to `listener`: the accept half answers it
-    /// at once (a local SYN-ACK), the connect half sends its own SYN. `real_bytes`: the SYN's
-    /// payload was real, so both halves carry real bytes.
+    /// A flow for an opener's SYN `syn` from `opener` to `listener` with halves
+    /// `(accept, connect)`: the connect half sends its own SYN, and the accept half answers the
+    /// opener's at once, or (`defer`) once the connect half is established. `real_bytes`: the
+    /// SYN's payload was real, so both halves carry real bytes.
     pub(crate) fn new(
         now: Instant,
         syn: &TcpRepr,
-        mut accept: TcpEndpoint,
-        mut connect: TcpEndpoint,
+        (mut accept, mut connect): (TcpEndpoint, TcpEndpoint),
         connect_deadline: Instant,
+        defer: bool,
         real_bytes: bool,
         syn_payload: Option<&[u8]>,
     ) -> Self {
@@ -134,8 +167,13 @@ impl SplitFlow {
             connect.carry_bytes();
         }
         accept.listen();
-        // A SYN may carry data (TCP Fast Open): with real bytes, it goes in with them.
-        accept.handle_segment_with_payload(now, syn, syn_payload);
+        let held_syn = if defer {
+            Some((*syn, syn_payload.map(<[u8]>::to_vec)))
+        } else {
+            // A SYN may carry data (TCP Fast Open): with real bytes, it goes in with them.
+            accept.handle_segment_with_payload(now, syn, syn_payload);
+            None
+        };
         connect.connect(now);
         Self {
             accept: Half::new(accept),
@@ -144,6 +182,9 @@ impl SplitFlow {
             fin_fed: [false; 2],
             connect_deadline,
             aborted: false,
+            handshake_failed: false,
+            held_syn,
+            resets_ignored: 0,
             scratch: Vec::new(),
             unsendable: 0,
         }
@@ -154,8 +195,8 @@ impl SplitFlow {
         (self.accept.ep.remote(), self.accept.ep.local())
     }
 
-    /// A segment for `side` arrived, with its payload bytes when they are real. A RST aborts the
-    /// whole flow (it is passed to the other end).
+    /// A segment for `side` arrived, with its payload bytes when they are real. A RST the half
+    /// accepts aborts the whole flow (it is passed to the other end).
     pub(crate) fn handle_segment(
         &mut self,
         now: Instant,
@@ -164,27 +205,43 @@ impl SplitFlow {
         payload: Option<&[u8]>,
         out: &mut Vec<Packet>,
     ) {
-        if seg.flags.contains(TcpFlags::RST) {
-            self.half(side)
-                .ep
-                .handle_segment_with_payload(now, seg, payload);
-            let other = match side {
-                Side::Accept => Side::Connect,
-                Side::Connect => Side::Accept,
-            };
-            self.abort_side(other, out);
-            self.aborted = true;
-            return;
+        if side == Side::Accept {
+            if let Some((syn, _)) = &self.held_syn {
+                // The opener's SYN is not answered yet: its retransmissions wait with it, and
+                // only a RST at the exact next sequence number (RFC 5961 §3.2) is acted on.
+                if seg.flags.contains(TcpFlags::RST) && seg.seq == syn.seq + 1 {
+                    self.abort_side(Side::Connect, out);
+                    self.aborted = true;
+                }
+                return;
+            }
         }
-        self.half(side)
-            .ep
-            .handle_segment_with_payload(now, seg, payload);
+        let half = &mut self.half(side).ep;
+        let before = half.state();
+        half.handle_segment_with_payload(now, seg, payload);
+        if seg.flags.contains(TcpFlags::RST) {
+            // A RST changes a half's state only when accepted (to Closed, or back to Listen
+            // for a passive half in SYN-RECEIVED).
+            if half.state() != before {
+                if side == Side::Connect && self.connect.ep.established_at().is_none() {
+                    self.handshake_failed = true;
+                }
+                self.abort_side(side.other(), out);
+                self.aborted = true;
+                return;
+            }
+            self.resets_ignored += 1;
+        }
+        if self.connect.ep.is_established() {
+            self.answer_held_syn(now);
+        }
         self.pump(now, out);
     }
 
-    /// Run due timers of both halves and the connect deadline.
+    /// Run due timers of both halves and the handshake deadline.
     pub(crate) fn handle_timeout(&mut self, now: Instant, out: &mut Vec<Packet>) {
-        if !self.connect.ep.is_established() && now >= self.connect_deadline {
+        if self.is_embryonic() && now >= self.connect_deadline {
+            self.handshake_failed = true;
             self.abort(out);
             return;
         }
@@ -193,9 +250,24 @@ impl SplitFlow {
         self.pump(now, out);
     }
 
+    /// Either half has not completed its handshake (the flow is half-open).
+    pub(crate) fn is_embryonic(&self) -> bool {
+        // (A held SYN implies a half-open accept half.)
+        self.accept.ep.established_at().is_none() || self.connect.ep.established_at().is_none()
+    }
+
+    /// `after_listener`: the listener accepted, so the opener's SYN is answered now.
+    fn answer_held_syn(&mut self, now: Instant) {
+        if let Some((syn, payload)) = self.held_syn.take() {
+            self.accept
+                .ep
+                .handle_segment_with_payload(now, &syn, payload.as_deref());
+        }
+    }
+
     /// Earliest instant this flow needs `handle_timeout`.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        let deadline = (!self.connect.ep.is_established()).then_some(self.connect_deadline);
+        let deadline = self.is_embryonic().then_some(self.connect_deadline);
         [
             self.accept.ep.poll_timeout(),
             self.connect.ep.poll_timeout(),
@@ -214,6 +286,14 @@ impl SplitFlow {
     }
 
     fn abort_side(&mut self, side: Side, out: &mut Vec<Packet>) {
+        if side == Side::Accept {
+            if let Some((syn, _)) = self.held_syn.take() {
+                // The opener's SYN was never answered: refuse it as the listener's own stack
+                // would (RFC 9293 §3.10.7.1: <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>).
+                out.push(self.accept.refusal(&syn));
+                return;
+            }
+        }
         let h = self.half(side);
         if h.ep.state() != State::Closed {
             out.extend(h.reset());

@@ -17,6 +17,11 @@
 //!   doubled on every expiry) and a retry limit. The FIN is queued in order but acknowledged only
 //!   by the hybrid host itself (its ACK of the FIN is forwarded, the *FIN-wait* state), so a
 //!   sender that sees its FIN acknowledged knows every byte arrived.
+//! - **RST.** A RST from either end is passed on; it frees the CCB only at the exact next
+//!   sequence number of its sender (RFC 5961 §3.2) or before any data (Connection-wait), so a
+//!   blind RST cannot make the gateway discard data it acknowledged in the hybrid host's name.
+//!   An Internet host's RST while data is queued is re-sent to the hybrid host at the sequence
+//!   number that host expects, and the queued bytes count in `bytes_lost_on_abort`.
 //! - **Abort.** When the retry limit is exceeded the gateway sends a RST to both ends and frees
 //!   the CCB. The Internet host has then been told (by spoofed ACKs) that the queued bytes were
 //!   delivered when they were not: that count is kept in `bytes_lost_on_abort` — the
@@ -116,11 +121,15 @@ pub struct SpoofStats {
     pub ccbs_closed: u64,
     /// CCBs freed by a RST passing through.
     pub ccbs_reset: u64,
+    /// RSTs passed on without freeing the CCB: not at the exact next sequence number of their
+    /// sender (RFC 5961 §3.2), so possibly blind.
+    pub resets_kept: u64,
     /// CCBs freed by the idle timer.
     pub ccbs_idle_freed: u64,
     /// Connections aborted at the retry limit (RST to both ends).
     pub aborts: u64,
-    /// Bytes the Internet host had been told were delivered, lost in aborts.
+    /// Bytes the Internet host had been told were delivered, lost in aborts (the retry limit,
+    /// or an end's RST while they were queued).
     pub bytes_lost_on_abort: u64,
     /// Spoofed ACKs sent to Internet hosts.
     pub spoofed_acks: u64,
@@ -549,10 +558,7 @@ impl SpoofGateway {
     /// One parsed segment of connection `key` (hybrid host first), from either side.
     fn on_segment(&mut self, now: Instant, key: Key, from_inet: bool, seg: &TcpRepr, pkt: Packet) {
         if seg.flags.contains(TcpFlags::RST) {
-            if self.ccbs.remove_key(&key).is_some() {
-                self.stats.ccbs_reset += 1;
-            }
-            self.out.push_back(pkt);
+            self.on_reset(key, from_inet, seg, pkt);
             return;
         }
         if from_inet {
@@ -574,6 +580,46 @@ impl SpoofGateway {
         } else {
             self.on_host_segment(now, key, seg, pkt);
         }
+    }
+
+    /// A RST from either end. It frees the CCB only when it is at the exact next sequence
+    /// number of its sender as the gateway knows it (RFC 5961 §3.2), or in Connection-wait
+    /// (nothing is queued yet): a blind RST must not discard data the gateway has acknowledged
+    /// in the hybrid host's name. It is passed on either way (the end host judges it too). An
+    /// Internet host's RST while data is queued reaches the hybrid host at the sequence number
+    /// that host expects (its last ACK), so that it closes too. Either way the queued bytes
+    /// are lost (counted in `bytes_lost_on_abort`).
+    fn on_reset(&mut self, key: Key, from_inet: bool, seg: &TcpRepr, pkt: Packet) {
+        let Some(c) = self.ccbs.get(&key) else {
+            self.out.push_back(pkt);
+            return;
+        };
+        let exact = if from_inet {
+            seg.seq == c.rcv_nxt
+        } else {
+            seg.seq == c.host_seq
+        };
+        if !(exact || c.state == CcbState::ConnectionWait) {
+            self.stats.resets_kept += 1;
+            self.out.push_back(pkt);
+            return;
+        }
+        let (queued, host_una) = (c.queued_bytes, c.host_una);
+        self.ccbs.remove_key(&key);
+        self.stats.ccbs_reset += 1;
+        // Either end's RST loses what is queued: the Internet host was told it arrived.
+        self.stats.bytes_lost_on_abort += queued;
+        if from_inet && queued > 0 {
+            let to_host = TcpRepr {
+                seq: host_una,
+                ack: seg.ack,
+                flags: TcpFlags::RST,
+                ..TcpRepr::default()
+            };
+            self.out.push_back(Self::segment(&key, false, &to_host));
+            return;
+        }
+        self.out.push_back(pkt);
     }
 
     /// Retry limit exceeded: RST to both ends, free the CCB.

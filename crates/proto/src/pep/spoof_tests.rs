@@ -215,3 +215,185 @@ fn ccb_table_is_bounded_and_its_timeouts_visit_only_due_ccbs() {
     assert_eq!((g.ccb_count(), g.stats().ccbs_idle_freed), (99_999, 1));
     assert_eq!(g.poll_timeout(), Some(at(120.000_001)));
 }
+
+/// A RST frees a CCB only at its sender's exact next sequence number (RFC 5961 §3.2): a blind
+/// RST from the Internet side is passed on and the CCB, with the data it acknowledged in the
+/// hybrid host's name, is kept; the Internet host's real RST frees it, counts the queued bytes
+/// as lost, and reaches the hybrid host at the sequence number it expects, so that it closes.
+#[test]
+fn only_an_exact_rst_frees_a_ccb_and_the_hybrid_host_accepts_it() {
+    use crate::wire::{emit_ipv4_tcp, parse_packet, Ipv4Repr, SeqNumber, TcpRepr};
+    use crate::{Node, Packet, PortId};
+    let mut net = Net::new(
+        gw(SpoofConfig::default()),
+        tcp(1000),
+        tcp(1000),
+        hops(),
+        1_000_000,
+    );
+    net.run_until(at(3.0));
+    net.hops[MB].cut = true; // the satellite hop dies: the gateway's queue fills
+    net.run_until(at(6.0));
+    let queued = net.m.buffered_bytes();
+    assert!(queued > 10_000, "{queued}");
+    // The gateway's last spoofed ACK: the Internet host's next sequence number.
+    let rcv_nxt = net
+        .a_rx
+        .last()
+        .and_then(|(_, s)| s.ack)
+        .expect("spoofed ACKs");
+    let rst = |seq: SeqNumber| {
+        let seg = TcpRepr {
+            src_port: 40000,
+            dst_port: 80,
+            seq,
+            ack: Some(SeqNumber(9001)),
+            flags: TcpFlags::RST,
+            window: 1234,
+            ..TcpRepr::default()
+        };
+        Packet::build(0, |b| emit_ipv4_tcp(&Ipv4Repr::tcp(A, B, 0), &seg, b))
+    };
+    let now = net.now;
+    let send = |net: &mut Net<SpoofGateway>, p: Packet| {
+        net.m.handle_packet(now, PortId(0), p);
+        std::iter::from_fn(|| net.m.poll_transmit(now))
+            .map(|t| parse_packet(&t.pkt).expect("valid").1)
+            .collect::<Vec<_>>()
+    };
+    let out = send(&mut net, rst(rcv_nxt + 1000));
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        (out[0].seq, out[0].flags),
+        (rcv_nxt + 1000, TcpFlags::RST),
+        "passed on"
+    );
+    let st = net.m.stats();
+    assert_eq!(
+        (net.m.ccb_count(), st.resets_kept, st.ccbs_reset),
+        (1, 1, 0)
+    );
+    assert_eq!(net.m.buffered_bytes(), queued, "nothing discarded");
+
+    let out = send(&mut net, rst(rcv_nxt));
+    assert_eq!(out.len(), 1);
+    // B's next expected byte: its ISS 9000's peer A started at 1000; B got `bytes_received`.
+    let b_next = SeqNumber(1001) + net.b.bytes_received() as u32;
+    assert_eq!(
+        (out[0].seq, out[0].ack, out[0].flags),
+        (b_next, Some(SeqNumber(9001)), TcpFlags::RST)
+    );
+    let st = net.m.stats();
+    assert_eq!((net.m.ccb_count(), st.ccbs_reset), (0, 1));
+    assert_eq!(st.bytes_lost_on_abort, queued);
+    net.b.handle_segment(now, &out[0]);
+    assert_eq!(net.b.state(), crate::tcp::State::Closed, "B accepted it");
+}
+
+/// The hybrid host's RST at its next sequence number frees the CCB and passes unchanged.
+#[test]
+fn the_hybrid_hosts_exact_rst_frees_the_ccb() {
+    use crate::wire::{emit_ipv4_tcp, parse_packet, Ipv4Repr, SeqNumber, TcpRepr};
+    use crate::{Node, Packet, PortId};
+    let mut net = Net::new(
+        gw(SpoofConfig::default()),
+        tcp(1000),
+        tcp(1000),
+        hops(),
+        50_000,
+    );
+    net.close = false;
+    net.run_until(at(5.0));
+    assert_eq!(net.b.bytes_received(), 50_000);
+    let rst = |seq: u32| {
+        let seg = TcpRepr {
+            src_port: 80,
+            dst_port: 40000,
+            seq: SeqNumber(seq),
+            flags: TcpFlags::RST,
+            ..TcpRepr::default()
+        };
+        Packet::build(0, |b| emit_ipv4_tcp(&Ipv4Repr::tcp(B, A, 0), &seg, b))
+    };
+    let now = net.now;
+    // B sent only its SYN-ACK: its next sequence number is 9001; 9002 is blind.
+    for (seq, ccbs, kept) in [(9002, 1, 1), (9001, 0, 1)] {
+        net.m.handle_packet(now, PortId(1), rst(seq));
+        let out: Vec<_> = std::iter::from_fn(|| net.m.poll_transmit(now))
+            .map(|t| parse_packet(&t.pkt).expect("valid").1)
+            .collect();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].seq, SeqNumber(seq), "passed on unchanged");
+        assert_eq!((net.m.ccb_count(), net.m.stats().resets_kept), (ccbs, kept));
+    }
+    assert_eq!(net.m.stats().ccbs_reset, 1);
+}
+
+/// With nothing queued, the Internet host's exact RST passes byte for byte; the hybrid host's
+/// exact RST while data is queued passes unchanged too, and the queued bytes count as lost.
+#[test]
+fn exact_rsts_pass_unchanged_and_queued_bytes_count_as_lost() {
+    use crate::flow::testing::{drain, seen};
+    use crate::wire::{emit_ipv4_tcp, Ipv4Repr, SeqNumber, TcpRepr};
+    use crate::{Node, Packet, PortId};
+    let rst = |from_a: bool, seq: SeqNumber| {
+        let (src, dst, sp, dp) = if from_a {
+            (A, B, 40000, 80)
+        } else {
+            (B, A, 80, 40000)
+        };
+        let seg = TcpRepr {
+            src_port: sp,
+            dst_port: dp,
+            seq,
+            ack: Some(SeqNumber(77)),
+            flags: TcpFlags::RST,
+            window: 1234,
+            ..TcpRepr::default()
+        };
+        Packet::build(0, |b| emit_ipv4_tcp(&Ipv4Repr::tcp(src, dst, 9), &seg, b))
+    };
+    // Transfer done, nothing queued: A's RST at its next sequence number.
+    let mut net = Net::new(
+        gw(SpoofConfig::default()),
+        tcp(1000),
+        tcp(1000),
+        hops(),
+        20_000,
+    );
+    net.close = false;
+    net.run_until(at(5.0));
+    assert_eq!(net.m.buffered_bytes(), 0);
+    let a_next = SeqNumber(1001) + 20_000;
+    let p = rst(true, a_next);
+    let want = seen(&p);
+    net.m.handle_packet(net.now, PortId(0), p);
+    assert_eq!(drain(&mut net.m, net.now), vec![want]);
+    assert_eq!(
+        (net.m.ccb_count(), net.m.stats().bytes_lost_on_abort),
+        (0, 0)
+    );
+
+    // The satellite hop dies with data queued; B (which sent only its SYN-ACK) resets.
+    let mut net = Net::new(
+        gw(SpoofConfig::default()),
+        tcp(1000),
+        tcp(1000),
+        hops(),
+        1_000_000,
+    );
+    net.run_until(at(3.0));
+    net.hops[MB].cut = true;
+    net.run_until(at(6.0));
+    let queued = net.m.buffered_bytes();
+    assert!(queued > 0);
+    let p = rst(false, SeqNumber(9001));
+    let want = seen(&p);
+    net.m.handle_packet(net.now, PortId(1), p);
+    assert_eq!(drain(&mut net.m, net.now), vec![want]);
+    let st = net.m.stats();
+    assert_eq!(
+        (net.m.ccb_count(), st.ccbs_reset, st.bytes_lost_on_abort),
+        (0, 1, queued)
+    );
+}
