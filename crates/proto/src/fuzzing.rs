@@ -42,6 +42,7 @@ pub fn every_kind() -> Vec<MiddleboxConfig> {
         arrival_port: Some(0),
         ports: Vec::new(),
         peers: vec![Ipv4Addr::new(10, 0, 2, 1)],
+        key: None,
     };
     vec![
         MiddleboxConfig::PassThrough,

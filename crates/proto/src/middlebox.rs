@@ -199,7 +199,16 @@ impl Middlebox {
                     .collect();
             }
         };
-        own.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+        // Authentication counters only when keyed, so unkeyed runs report what they did before.
+        let auth = match self {
+            Self::IpipTunnel(m) => m.auth_stats(),
+            Self::AckExpander(m) => m.auth_stats(),
+            _ => None,
+        };
+        own.into_iter()
+            .chain(auth.iter().flat_map(|a| a.counters()))
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect()
     }
 }
 
