@@ -295,6 +295,7 @@ impl Node for PassThrough {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
     use std::net::Ipv4Addr;
 
     use super::*;
@@ -347,6 +348,57 @@ mod tests {
                 Middlebox::AckExpander(x) => fields(x.stats()),
             };
             assert_eq!(sorted_names(&m), expect, "{toml}");
+        }
+    }
+
+    /// With a key, the tunnel and the expander also list every authentication counter (after
+    /// their own); a packet sealed with another key shows up as `bad_mac`.
+    #[test]
+    fn keyed_middleboxes_list_the_authentication_counters() {
+        let key = "key = \"hex:00112233445566778899aabbccddeeff\"";
+        let auth = fields(crate::auth::AuthStats::default());
+        for toml in [
+            format!("kind = \"ipip_tunnel\"\nlocal = \"1.1.1.1\"\nremote = \"2.2.2.2\"\n{key}"),
+            format!("kind = \"ack_expander\"\ncompactors = [\"2.2.2.2\"]\n{key}"),
+        ] {
+            let mut m = build(&toml);
+            let mut expect = match &m {
+                Middlebox::IpipTunnel(x) => fields(x.stats()),
+                Middlebox::AckExpander(x) => fields(x.stats()),
+                _ => panic!("{toml}"),
+            };
+            let own = expect.len();
+            expect.extend(auth.iter().cloned());
+            expect.sort();
+            assert_eq!(sorted_names(&m), expect, "{toml}");
+            let names: Vec<String> = m.counters().into_iter().map(|(k, _)| k).collect();
+            assert_eq!(
+                names[own], "sealed",
+                "auth counters come after the own ones"
+            );
+            // 2.2.2.2 → 1.1.1.1 sealed with another key.
+            let other = crate::auth::TunnelKey::from_bytes(&[9; 16]).expect("16 bytes");
+            let mut h = [0u8; 60];
+            h[20..40].copy_from_slice(&[
+                0x45, 0, 0, 40, 0, 0, 0, 0, 64, 17, 0, 0, 3, 3, 3, 3, 4, 4, 4, 4,
+            ]);
+            let c = crate::wire::checksum::finish(crate::wire::checksum::sum(0, &h[20..40]));
+            h[30..32].copy_from_slice(&c.to_be_bytes());
+            crate::wire::ipip::write_outer_header(
+                &mut h,
+                60,
+                0,
+                1,
+                Ipv4Addr::new(2, 2, 2, 2),
+                Ipv4Addr::new(1, 1, 1, 1),
+            );
+            let sealed = crate::auth::Sealer::new(&other, 300)
+                .seal(Packet::new(&h, 0))
+                .expect("fits");
+            m.handle_packet(Instant::ZERO, PortId(0), sealed);
+            assert!(m.poll_transmit(Instant::ZERO).is_none());
+            let c: BTreeMap<String, u64> = m.counters().into_iter().collect();
+            assert_eq!(c.get("bad_mac"), Some(&1), "{toml}");
         }
     }
 
