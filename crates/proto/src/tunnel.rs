@@ -1039,8 +1039,7 @@ mod tests {
         let e = toml::from_str::<TunnelConfig>(
             "local = \"1.1.1.1\"\nremote = \"2.2.2.2\"\nkey = \"00112233\"",
         )
-        .err()
-        .expect("refused");
+        .expect_err("refused");
         assert!(e.to_string().contains("expected `hex:`"), "{e}");
     }
 

@@ -261,7 +261,8 @@ fn malformed_framing_is_refused_before_anything_else() {
         }
         p
     };
-    let cases: [(&dyn Fn(&mut [u8]), bool, &str); 8] = [
+    type Case<'a> = (&'a dyn Fn(&mut [u8]), bool, &'a str);
+    let cases: [Case; 8] = [
         (&|h| h[0] = 0x46, true, "outer header"),
         (&|h| h[9] = 4, true, "outer header"),
         (&|h| h[7] = 1, true, "fragment"),
