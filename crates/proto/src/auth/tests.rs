@@ -405,3 +405,32 @@ proptest::proptest! {
         }
     }
 }
+
+/// Each refusal the mechanisms do not count themselves goes to its own counter, once; the two
+/// they do count leave the stats untouched.
+#[test]
+fn count_refusal_counts_each_reason_once() {
+    let mut s = AuthStats::default();
+    assert!(s.count_refusal(AuthError::BadMac));
+    assert!(s.count_refusal(AuthError::Replayed));
+    assert!(s.count_refusal(AuthError::Replayed));
+    assert!(s.count_refusal(AuthError::TooOld));
+    assert!(!s.count_refusal(AuthError::NotFromPeer));
+    assert!(!s.count_refusal(AuthError::Malformed("x")));
+    assert_eq!((s.bad_mac, s.replayed, s.too_old), (1, 2, 1));
+    assert_eq!(s.verified + s.sealed + s.unauthenticated + s.seal_failed, 0);
+    let names: Vec<&str> = s.counters().iter().map(|c| c.0).collect();
+    assert_eq!(
+        names,
+        [
+            "sealed",
+            "verified",
+            "unauthenticated",
+            "bad_mac",
+            "replayed",
+            "too_old",
+            "seal_failed"
+        ]
+    );
+    assert_eq!(s.counters()[4].1, 2);
+}
