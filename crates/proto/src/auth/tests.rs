@@ -347,8 +347,27 @@ fn a_restarted_sender_with_a_new_epoch_is_not_blackholed() {
 #[test]
 fn seal_refuses_what_is_not_a_fitting_ipip_packet() {
     let mut s = Sealer::new(&key(), EPOCH);
-    let long = Packet::new(&[0x45; MAX_HEADER - AH_LEN + 1], 0);
-    assert!(s.seal(long).is_err());
+    // An IP-in-IP header one byte too long for the AH, and one that just fits.
+    let ipip_header = |len: usize| {
+        let mut h = vec![0x45; len];
+        h[9] = IPPROTO_IPIP;
+        Packet::new(&h, 0)
+    };
+    assert!(s.seal(ipip_header(MAX_HEADER - AH_LEN + 1)).is_err());
+    assert_eq!(
+        s.seal(ipip_header(MAX_HEADER - AH_LEN))
+            .expect("fits")
+            .header_len(),
+        MAX_HEADER
+    );
+    // The outer header alone is enough; less is refused without reading past it.
+    assert_eq!(s.seal(ipip_header(20)).expect("fits").header_len(), 48);
+    assert!(s.seal(ipip_header(19)).is_err());
+    assert!(s.seal(Packet::new(&[0x45; 5], 0)).is_err());
+    // Outer options (IHL 6) with protocol 4.
+    let mut options = ipip_header(40);
+    options.header_mut()[0] = 0x46;
+    assert!(s.seal(options).is_err());
     let mut not_ipip = ipip_packet(1, 0);
     not_ipip.header_mut()[9] = 6;
     assert!(s.seal(not_ipip).is_err());
@@ -357,7 +376,7 @@ fn seal_refuses_what_is_not_a_fitting_ipip_packet() {
     let just = ipip_packet(1, 65_535 - 60 - AH_LEN as u32);
     assert_eq!(s.seal(just).expect("fits").wire_len(), 65_535);
     // Nothing was numbered by the refusals.
-    assert_eq!(s.next_sequence(), Some(u64::from(EPOCH) << 32 | 2));
+    assert_eq!(s.next_sequence(), Some(u64::from(EPOCH) << 32 | 4));
     // The last sequence number is used, then sealing stops.
     let mut end = Sealer::new(&key(), u32::MAX);
     end.next = Some(u64::MAX);
