@@ -371,7 +371,7 @@ impl Opener {
     /// before a restart), unless the window is already past it.
     pub fn set_floor(&mut self, peer: Ipv4Addr, seq: u64) {
         let w = self.windows.entry(peer).or_default();
-        if w.top < seq {
+        if w.top <= seq {
             *w = ReplayWindow::with_floor(seq);
         }
     }

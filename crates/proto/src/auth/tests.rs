@@ -288,6 +288,14 @@ fn malformed_framing_is_refused_before_anything_else() {
         o.open(short, is_src).unwrap_err(),
         AuthError::Malformed("truncated AH")
     );
+    // Shorter than an IPv4 header: refused without reading past it.
+    for n in [0, 5, 19] {
+        assert_eq!(
+            o.open(Packet::new(&good.header()[..n], 0), is_src)
+                .unwrap_err(),
+            AuthError::Malformed("outer header")
+        );
+    }
     assert!(o.open(good, is_src).is_ok());
 }
 
@@ -340,6 +348,21 @@ fn a_restarted_sender_with_a_new_epoch_is_not_blackholed() {
     assert!(fresh
         .open(same.seal(ipip_packet(9, 0)).expect("fits"), is_src)
         .is_ok());
+    // A floor at the window's top also refuses the gaps below it; one below the top does
+    // nothing.
+    let mut gaps = Opener::new(&key());
+    let mut g = Sealer::new(&key(), EPOCH + 5);
+    let skipped = g.seal(ipip_packet(1, 0)).expect("fits");
+    let second = g.seal(ipip_packet(2, 0)).expect("fits");
+    let third = g.seal(ipip_packet(3, 0)).expect("fits");
+    assert!(gaps.open(third, is_src).is_ok());
+    gaps.set_floor(SRC, u64::from(EPOCH + 5) << 32 | 2);
+    assert!(
+        gaps.open(second, is_src).is_ok(),
+        "a floor below the top changed the window"
+    );
+    gaps.set_floor(SRC, u64::from(EPOCH + 5) << 32 | 3);
+    assert_eq!(gaps.open(skipped, is_src).unwrap_err(), AuthError::Replayed);
     // Epochs below 256 (reserved SPIs) are raised to 256.
     assert_eq!(Sealer::new(&key(), 7).next_sequence(), Some(256 << 32 | 1));
 }
