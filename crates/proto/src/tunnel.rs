@@ -145,10 +145,16 @@ impl Tunnel {
     /// passes e.g. its start time in seconds since 1970, larger at every restart. No effect
     /// without a key.
     pub fn with_epoch(mut self, epoch: u32) -> Self {
+        self.set_epoch(epoch);
+        self
+    }
+
+    /// [`with_epoch`](Self::with_epoch) on an endpoint already built; numbering restarts at
+    /// `epoch · 2³² + 1`.
+    pub fn set_epoch(&mut self, epoch: u32) {
         if let (Some(a), Some(k)) = (self.auth.as_mut(), self.config.key.as_ref()) {
             a.sealer = Sealer::new(k, epoch);
         }
-        self
     }
 
     /// Counters.

@@ -203,10 +203,20 @@ impl AckQueue {
     /// [`crate::auth`]; the simulator keeps [`FIRST_EPOCH`], a daemon passes e.g. its start time
     /// in seconds since 1970). No effect without a key.
     pub fn with_epoch(mut self, epoch: u32) -> Self {
+        self.set_epoch(epoch);
+        self
+    }
+
+    /// The sequence number the next authenticated compacted ACK gets (`None` without a key).
+    pub fn next_sequence(&self) -> Option<u64> {
+        self.sealer.as_ref().and_then(|s| s.next_sequence())
+    }
+
+    /// [`with_epoch`](Self::with_epoch) on a queue already built.
+    pub fn set_epoch(&mut self, epoch: u32) {
         if let (Some(s), Some(k)) = (self.sealer.as_mut(), self.config.key.as_ref()) {
             **s = Sealer::new(k, epoch);
         }
-        self
     }
 
     /// Counters.
