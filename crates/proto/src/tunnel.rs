@@ -971,6 +971,13 @@ mod tests {
             b.auth_stats().map(|s| (s.verified, s.too_old)),
             Some((3, 1))
         );
+        // Authentic, but its inner datagram is not IPv4: verified, then refused as before.
+        let mut odd = keyed(x, y, 1).with_epoch(1_700_000_005);
+        odd.handle_packet(Instant::ZERO, PortId(0), Packet::new(&[0x65; 20], 0));
+        b.handle_packet(Instant::ZERO, PortId(0), drain(&mut odd).remove(0));
+        assert!(drain(&mut b).is_empty());
+        assert_eq!(b.stats().inner_malformed, 1);
+        assert_eq!(b.auth_stats().map(|s| s.verified), Some(4));
         // A floor restored after a restart of the receiver.
         let mut b2 = keyed(y, x, 1);
         let floor = 1_700_000_001u64 << 32 | 1;
