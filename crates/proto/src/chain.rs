@@ -37,6 +37,11 @@ impl Chain {
         &self.elements
     }
 
+    /// The elements, in order, to change (e.g. [`Middlebox::with_epoch`] on each).
+    pub fn elements_mut(&mut self) -> &mut [Middlebox] {
+        &mut self.elements
+    }
+
     /// Drain element `i`'s output into the next element (or the chain's output), then carry
     /// everything pending down the chain.
     fn drain_from(&mut self, now: Instant, i: usize, port: PortId) {

@@ -36,12 +36,14 @@ pub fn every_kind() -> Vec<MiddleboxConfig> {
         spacing_per_flow: true,
         ..AckExpanderConfig::default()
     };
+    let key = crate::auth::TunnelKey::from_bytes(&[0x5a; 32]).unwrap_or_else(|e| panic!("{e}"));
     let tunnel = TunnelConfig {
         local,
         remote,
         arrival_port: Some(0),
         ports: Vec::new(),
         peers: vec![Ipv4Addr::new(10, 0, 2, 1)],
+        key: None,
     };
     vec![
         MiddleboxConfig::PassThrough,
@@ -52,6 +54,15 @@ pub fn every_kind() -> Vec<MiddleboxConfig> {
         MiddleboxConfig::Spoof(Default::default()),
         MiddleboxConfig::IpipTunnel(tunnel.clone()),
         MiddleboxConfig::AckExpander(expander.clone()),
+        // Keyed (crate::auth): hostile packets meet the MAC and replay checks first.
+        MiddleboxConfig::IpipTunnel(TunnelConfig {
+            key: Some(key.clone()),
+            ..tunnel.clone()
+        }),
+        MiddleboxConfig::AckExpander(AckExpanderConfig {
+            key: Some(key),
+            ..expander.clone()
+        }),
         MiddleboxConfig::Chain {
             elements: vec![
                 MiddleboxConfig::IpipTunnel(tunnel),

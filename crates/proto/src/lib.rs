@@ -14,6 +14,7 @@
 //! in a router's forwarding path).
 
 pub mod ack;
+pub mod auth;
 pub mod chain;
 pub mod dama;
 pub mod dupack_delay;

@@ -132,6 +132,24 @@ impl Middlebox {
     }
 }
 
+impl Middlebox {
+    /// Number what a keyed tunnel endpoint (alone or in a chain) authenticates from
+    /// `epoch · 2³² + 1` ([`crate::auth`]): a daemon passes e.g. its start time in seconds since
+    /// 1970, larger at every restart. Other middleboxes, and unkeyed tunnels, are unchanged.
+    pub fn with_epoch(mut self, epoch: u32) -> Self {
+        self.set_epoch(epoch);
+        self
+    }
+
+    fn set_epoch(&mut self, epoch: u32) {
+        match self {
+            Self::IpipTunnel(t) => t.set_epoch(epoch),
+            Self::Chain(c) => c.elements_mut().iter_mut().for_each(|e| e.set_epoch(epoch)),
+            _ => {}
+        }
+    }
+}
+
 /// `[("field", stats.field), …]` for a counter struct whose fields are all `u64`.
 macro_rules! counters {
     ($s:expr; $($f:ident),+ $(,)?) => {{
@@ -200,7 +218,16 @@ impl Middlebox {
                     .collect();
             }
         };
-        own.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+        // Authentication counters only when keyed, so unkeyed runs report what they did before.
+        let auth = match self {
+            Self::IpipTunnel(m) => m.auth_stats(),
+            Self::AckExpander(m) => m.auth_stats(),
+            _ => None,
+        };
+        own.into_iter()
+            .chain(auth.iter().flat_map(|a| a.counters()))
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect()
     }
 }
 
@@ -287,6 +314,7 @@ impl Node for PassThrough {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
     use std::net::Ipv4Addr;
 
     use super::*;
@@ -340,6 +368,103 @@ mod tests {
             };
             assert_eq!(sorted_names(&m), expect, "{toml}");
         }
+    }
+
+    /// With a key, the tunnel and the expander also list every authentication counter (after
+    /// their own); a packet sealed with another key shows up as `bad_mac`.
+    #[test]
+    fn keyed_middleboxes_list_the_authentication_counters() {
+        let key = "key = \"hex:00112233445566778899aabbccddeeff\"";
+        let auth = fields(crate::auth::AuthStats::default());
+        for toml in [
+            format!("kind = \"ipip_tunnel\"\nlocal = \"1.1.1.1\"\nremote = \"2.2.2.2\"\n{key}"),
+            format!("kind = \"ack_expander\"\ncompactors = [\"2.2.2.2\"]\n{key}"),
+        ] {
+            let mut m = build(&toml);
+            let mut expect = match &m {
+                Middlebox::IpipTunnel(x) => fields(x.stats()),
+                Middlebox::AckExpander(x) => fields(x.stats()),
+                _ => panic!("{toml}"),
+            };
+            let own = expect.len();
+            expect.extend(auth.iter().cloned());
+            expect.sort();
+            assert_eq!(sorted_names(&m), expect, "{toml}");
+            let names: Vec<String> = m.counters().into_iter().map(|(k, _)| k).collect();
+            assert_eq!(
+                names[own], "sealed",
+                "auth counters come after the own ones"
+            );
+            // 2.2.2.2 → 1.1.1.1 sealed with another key.
+            let other = crate::auth::TunnelKey::from_bytes(&[9; 16]).expect("16 bytes");
+            let mut h = [0u8; 60];
+            h[20..40].copy_from_slice(&[
+                0x45, 0, 0, 40, 0, 0, 0, 0, 64, 17, 0, 0, 3, 3, 3, 3, 4, 4, 4, 4,
+            ]);
+            let c = crate::wire::checksum::finish(crate::wire::checksum::sum(0, &h[20..40]));
+            h[30..32].copy_from_slice(&c.to_be_bytes());
+            crate::wire::ipip::write_outer_header(
+                &mut h,
+                60,
+                0,
+                1,
+                Ipv4Addr::new(2, 2, 2, 2),
+                Ipv4Addr::new(1, 1, 1, 1),
+            );
+            let sealed = crate::auth::Sealer::new(&other, 300)
+                .seal(Packet::new(&h, 0))
+                .expect("fits");
+            m.handle_packet(Instant::ZERO, PortId(0), sealed);
+            assert!(m.poll_transmit(Instant::ZERO).is_none());
+            let c: BTreeMap<String, u64> = m.counters().into_iter().collect();
+            assert_eq!(c.get("bad_mac"), Some(&1), "{toml}");
+        }
+    }
+
+    /// The epoch a daemon passes reaches a keyed tunnel alone and inside a chain (the SPI of
+    /// what it seals), and a keyed compaction queue built from a link's settings.
+    #[test]
+    fn epoch_reaches_keyed_tunnels_and_queues() {
+        let tunnel = "{ kind = \"ipip_tunnel\", local = \"1.1.1.1\", remote = \"2.2.2.2\", \
+                      key = \"hex:00112233445566778899aabbccddeeff\" }";
+        for (toml, epoch) in [
+            (
+                format!("kind = \"chain\"\nelements = [{tunnel}]"),
+                1_700_000_000u32,
+            ),
+            (
+                tunnel.trim_matches(['{', '}', ' ']).replace(", ", "\n"),
+                300,
+            ),
+        ] {
+            let mut m = build(&toml).with_epoch(epoch);
+            let mut h = [0u8; 40];
+            h[..20].copy_from_slice(&[
+                0x45, 0, 0, 40, 0, 0, 0, 0, 64, 17, 0, 0, 3, 3, 3, 3, 4, 4, 4, 4,
+            ]);
+            m.handle_packet(Instant::ZERO, PortId(0), Packet::new(&h[..20], 20));
+            let out = m.poll_transmit(Instant::ZERO).expect("sealed").pkt;
+            assert_eq!(out.header()[9], crate::auth::IPPROTO_AH, "{toml}");
+            assert_eq!(&out.header()[24..28], &epoch.to_be_bytes(), "{toml}");
+        }
+        let q: crate::link::QueueConfig = toml::from_str(
+            "kind = \"ack_compaction\"\nlimit_packets = 100\n[ack]\ntunnel_src = \"1.1.1.1\"\n\
+             tunnel_dst = \"2.2.2.2\"\nkey = \"hex:00112233445566778899aabbccddeeff\"",
+        )
+        .expect("queue");
+        let crate::link::AnyQueue::Ack(q) = crate::link::AnyQueue::from_config(&q).with_epoch(777)
+        else {
+            panic!("not an ACK queue");
+        };
+        let crate::link::AnyQueue::Ack(plain) = crate::link::AnyQueue::from_config(
+            &toml::from_str("kind = \"ack_filtering\"").expect("queue"),
+        )
+        .with_epoch(777) else {
+            panic!("not an ACK queue");
+        };
+        assert_eq!(plain.mode(), crate::ack::AckMode::Filtering);
+        assert_eq!(q.mode(), crate::ack::AckMode::Compaction);
+        assert_eq!(q.next_sequence(), Some(777 << 32 | 1));
     }
 
     /// A chain reports each element's counters under `<index>.<kind>.`, with their values.

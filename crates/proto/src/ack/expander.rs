@@ -14,9 +14,13 @@
 //! tunnel): only `compactors` are accepted (no default, so a scenario must name them); one
 //! compacted ACK regenerates at most [`ExpansionLimit::regenerated`] ACKs, the rest counted in
 //! `clipped`; at most 4 096 per-flow spacers exist at once and each spacing queue holds at most
-//! `spacing_queue_limit` ACKs, refusals and drops counted. The trailer itself is not
+//! `spacing_queue_limit` ACKs, refusals and drops counted. Without a `key` the trailer is not
 //! authenticated: a packet forged with a compactor's source address is accepted, and the bound
-//! is what limits what it can make the hub send.
+//! is what limits what it can make the hub send. With a `key` (the compactors' too), only
+//! compacted ACKs carrying an IP Authentication Header whose ICV verifies and whose sequence
+//! number is not replayed are expanded ([`crate::auth`]); plain IP-in-IP packets to the
+//! expander are then refused (`unauthenticated`), so a forged or replayed compacted ACK
+//! produces no ACK at all.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::net::Ipv4Addr;
@@ -25,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use super::spacing::Spacer;
 use super::trailer::{self, Trailer, TunnelError};
+use crate::auth::{AuthError, AuthStats, Opener, TunnelKey, IPPROTO_AH};
 use crate::flow::{FlowId, FlowKey, FlowTable};
 use crate::node::{Node, Packet, PortId, Transmit};
 use crate::time::Instant;
@@ -52,8 +57,8 @@ pub struct AckExpanderConfig {
     /// With spacing: a queue and token counter per flow (addresses and ports) instead of one for
     /// all, the classifier the paper mentions as an option. Default: false (the paper's runs).
     pub spacing_per_flow: bool,
-    /// Most ACKs one compacted ACK may regenerate (besides itself); see
-    /// [`ExpansionLimit`]. Default: 64 = ⌈65 535 / 1 024⌉, what the largest trailer (65 535
+    /// Most ACKs one compacted ACK may regenerate (besides itself), so one tunnel packet
+    /// never becomes more than `max_regenerated + 1` ACKs; see [`ExpansionLimit`]. Default: 64 = ⌈65 535 / 1 024⌉, what the largest trailer (65 535
     /// bytes) stands for when each deleted ACK acknowledged at least one segment of the paper's
     /// 1 024-byte MSS.
     pub max_regenerated: u32,
@@ -68,6 +73,10 @@ pub struct AckExpanderConfig {
     /// Fig 11's 32 kb/s, 600-packet-queue run and moved its goodput from 3.11 to 3.20 Mb/s.
     /// At least 1.
     pub spacing_queue_limit: usize,
+    /// Accept only compacted ACKs authenticated with this key (`"hex:"` and 32 to 128 hex
+    /// digits; the compactors' `ack.key`): see the module doc. Default: none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<TunnelKey>,
 }
 
 impl Default for AckExpanderConfig {
@@ -82,6 +91,7 @@ impl Default for AckExpanderConfig {
             max_regenerated: 64,
             min_ack_bytes: 536,
             spacing_queue_limit: 2048,
+            key: None,
         }
     }
 }
@@ -199,6 +209,8 @@ pub struct AckExpander {
     out: VecDeque<Packet>,
     spacing: Option<Spacing>,
     stats: ExpanderStats,
+    /// With a key: the replay windows, and the authentication counters.
+    auth: Option<Box<(Opener, AuthStats)>>,
 }
 
 /// One spacer for all, or one per flow.
@@ -359,12 +371,26 @@ impl AckExpander {
             config: config.clone(),
             out: VecDeque::new(),
             stats: ExpanderStats::default(),
+            auth: config
+                .key
+                .as_ref()
+                .map(|k| Box::new((Opener::new(k), AuthStats::default()))),
         }
     }
 
     /// Counters.
     pub fn stats(&self) -> ExpanderStats {
         self.stats
+    }
+
+    /// Authentication counters, when the expander has a key.
+    pub fn auth_stats(&self) -> Option<AuthStats> {
+        self.auth.as_ref().map(|a| a.1)
+    }
+
+    /// The replay windows ([`Opener::set_floor`] after a restart), when keyed.
+    pub fn opener_mut(&mut self) -> Option<&mut Opener> {
+        self.auth.as_mut().map(|a| &mut a.0)
     }
 
     /// Spacers that exist now: 0 without spacing, 1 shared, or one per flow (≤ 4 096).
@@ -446,7 +472,7 @@ impl AckExpander {
 
     fn is_for_us(&self, h: &[u8]) -> bool {
         h.len() >= 20
-            && h[9] == crate::wire::IPPROTO_IPIP
+            && (h[9] == crate::wire::IPPROTO_IPIP || (self.auth.is_some() && h[9] == IPPROTO_AH))
             && self
                 .config
                 .address
@@ -506,6 +532,28 @@ impl Node for AckExpander {
             return;
         }
         let compactors = &self.config.compactors;
+        let pkt = match self.auth.as_deref_mut() {
+            None => pkt,
+            Some((_, stats)) if pkt.header()[9] != IPPROTO_AH => {
+                stats.unauthenticated += 1;
+                return;
+            }
+            Some((opener, stats)) => match opener.open(pkt, |a| compactors.contains(&a)) {
+                Ok(p) => {
+                    stats.verified += 1;
+                    p
+                }
+                Err(e) => {
+                    if !stats.count_refusal(e) {
+                        match e {
+                            AuthError::NotFromPeer => self.stats.unknown_source += 1,
+                            _ => self.stats.malformed += 1,
+                        }
+                    }
+                    return;
+                }
+            },
+        };
         let mut acks = Vec::new();
         match Self::expand(
             &pkt,

@@ -1085,3 +1085,219 @@ fn tunnelled_normal_acks_set_the_spacing_of_the_next_compacted_ack() {
         Some(Duration::from_millis(10))
     );
 }
+
+fn test_key(b: u8) -> crate::auth::TunnelKey {
+    crate::auth::TunnelKey::from_bytes(&[b; 32]).expect("32 bytes")
+}
+
+/// A keyed compactor (key byte `k`, tunnel source `src`) after ten ACKs of one flow: what it
+/// sends, head first.
+fn keyed_compactor_output(k: u8, src: Ipv4Addr, epoch: u32) -> (Vec<Packet>, AckQueueStats) {
+    let cfg = AckQueueConfig {
+        tunnel_src: Some(src),
+        tunnel_dst: Some(TUN_DST),
+        key: Some(test_key(k)),
+        ..AckQueueConfig::default()
+    };
+    let mut q = AckQueue::new(AckMode::Compaction, &cfg, Some(1000), None).with_epoch(epoch);
+    for k in 1..=10u32 {
+        offer(&mut q, seg(0, 1024 * k, Kind::Pure, u64::from(k)));
+    }
+    let sent = std::iter::from_fn(|| q.dequeue(Instant::ZERO))
+        .map(|e| e.pkt)
+        .collect();
+    (sent, q.stats())
+}
+
+fn keyed_expander(k: u8) -> AckExpander {
+    AckExpander::new(&AckExpanderConfig {
+        compactors: vec![TUN_SRC],
+        key: Some(test_key(k)),
+        ..AckExpanderConfig::default()
+    })
+}
+
+fn acks_out(x: &mut AckExpander) -> Vec<u32> {
+    std::iter::from_fn(|| x.poll_transmit(Instant::ZERO))
+        .map(|t| {
+            parse_ipv4_tcp(t.pkt.header(), 0)
+                .expect("valid")
+                .1
+                .ack
+                .expect("ack")
+                .0
+        })
+        .collect()
+}
+
+/// With a key on both ends, the compacted ACK crosses as AH (protocol 51, 28 bytes more) and
+/// expands to the same ACK stream as without one.
+#[test]
+fn keyed_compaction_then_expansion_restores_the_ack_stream() {
+    let (sent, stats) = keyed_compactor_output(1, TUN_SRC, 1_700_000_000);
+    assert_eq!(sent.len(), 4);
+    assert_eq!(
+        (stats.compacted_sent, stats.sealed, stats.seal_failed),
+        (1, 1, 0)
+    );
+    assert_eq!(sent[1].header_len(), 63 + 28);
+    assert_eq!(sent[1].header()[9], crate::auth::IPPROTO_AH);
+    assert_eq!(&sent[1].header()[24..28], &1_700_000_000u32.to_be_bytes());
+    let mut x = keyed_expander(1);
+    for p in &sent {
+        x.handle_packet(Instant::ZERO, PortId(1), p.clone());
+    }
+    let expect: Vec<u32> = (1..=10).map(|k| 1024 * k).collect();
+    assert_eq!(acks_out(&mut x), expect);
+    assert_eq!((x.stats().compacted, x.stats().regenerated), (1, 6));
+    assert_eq!(x.auth_stats().map(|a| a.verified), Some(1));
+}
+
+/// The attack of issues 14 and 15 against a keyed expander: a replayed compacted ACK, one
+/// sealed with the wrong key, one with the right key from a source that is not a compactor,
+/// and unauthenticated ones (the unkeyed compactor's, and a forged 63-byte packet asking for
+/// 255 ACKs): zero ACKs, each counted once under its reason.
+#[test]
+fn forged_replayed_and_unknown_compacted_acks_produce_no_ack() {
+    let (sent, _) = keyed_compactor_output(1, TUN_SRC, 300);
+    let mut x = keyed_expander(1);
+    x.handle_packet(Instant::ZERO, PortId(1), sent[1].clone());
+    assert_eq!(acks_out(&mut x).len(), 7);
+    let before = x.stats();
+    x.handle_packet(Instant::ZERO, PortId(1), sent[1].clone());
+    let (wrong_key, _) = keyed_compactor_output(2, TUN_SRC, 301);
+    x.handle_packet(Instant::ZERO, PortId(1), wrong_key[1].clone());
+    let (stranger, _) = keyed_compactor_output(1, Ipv4Addr::new(6, 6, 6, 6), 302);
+    x.handle_packet(Instant::ZERO, PortId(1), stranger[1].clone());
+    let mut plain = queue(AckMode::Compaction, 4, 60);
+    for k in 1..=10u32 {
+        offer(&mut plain, seg(0, 1024 * k, Kind::Pure, u64::from(k)));
+    }
+    let unkeyed: Vec<Packet> = std::iter::from_fn(|| plain.dequeue(Instant::ZERO))
+        .map(|e| e.pkt)
+        .collect();
+    x.handle_packet(Instant::ZERO, PortId(1), unkeyed[1].clone());
+    x.handle_packet(
+        Instant::ZERO,
+        PortId(1),
+        tunnel(5000, 255, 65_535, TUN_SRC, Kind::Pure),
+    );
+    assert!(acks_out(&mut x).is_empty());
+    let a = x.auth_stats().expect("keyed");
+    assert_eq!(
+        (
+            a.verified,
+            a.replayed,
+            a.bad_mac,
+            a.unauthenticated,
+            a.too_old
+        ),
+        (1, 1, 1, 2, 0)
+    );
+    let s = x.stats();
+    assert_eq!(s.unknown_source - before.unknown_source, 1);
+    assert_eq!((s.decapsulated, s.regenerated, s.malformed), (1, 6, 0));
+    // A corrupted AH framing is malformed; a restarted compactor (new epoch) gets in at once.
+    let mut bad = sent[1].clone();
+    bad.header_mut()[20] = 6;
+    let h = bad.header_mut();
+    h[10..12].fill(0);
+    let c = crate::wire::checksum::finish(crate::wire::checksum::sum(0, &h[..20]));
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+    x.handle_packet(Instant::ZERO, PortId(1), bad);
+    assert_eq!(x.stats().malformed, 1);
+    let (restarted, _) = keyed_compactor_output(1, TUN_SRC, 301);
+    x.handle_packet(Instant::ZERO, PortId(1), restarted[1].clone());
+    assert_eq!(acks_out(&mut x).len(), 7);
+    // A floor restored after an expander restart refuses the old packet.
+    let mut y = keyed_expander(1);
+    y.opener_mut()
+        .expect("keyed")
+        .set_floor(TUN_SRC, 301 << 32 | 1);
+    y.handle_packet(Instant::ZERO, PortId(1), sent[1].clone());
+    assert!(acks_out(&mut y).is_empty());
+    assert_eq!(y.auth_stats().map(|a| a.too_old), Some(1));
+    // Without a key, the expander does not treat AH as its own: the packet passes unopened.
+    let mut open = AckExpander::new(&AckExpanderConfig {
+        compactors: vec![TUN_SRC],
+        ..AckExpanderConfig::default()
+    });
+    open.handle_packet(Instant::ZERO, PortId(1), sent[1].clone());
+    let passed: Vec<Packet> = std::iter::from_fn(|| open.poll_transmit(Instant::ZERO))
+        .map(|t| t.pkt)
+        .collect();
+    assert_eq!(passed.len(), 1);
+    assert_eq!(passed[0].header(), sent[1].header());
+    assert_eq!(open.auth_stats(), None);
+}
+
+/// A survivor whose inner header leaves no room for the AH (> 77 bytes) goes as a plain ACK,
+/// counted; with no key the same ACK is tunnelled.
+#[test]
+fn keyed_compactor_sends_a_survivor_without_room_as_a_plain_ack() {
+    let long = |flow: u8, ack: u32, id: u64| {
+        let mut p = seg(flow, ack, Kind::Pure, id);
+        // 40 bytes of NOP options (a plain ACK: no SACK), checksums refilled.
+        let mut h = p.header().to_vec();
+        h.extend_from_slice(&[1u8; 40]);
+        h[2..4].copy_from_slice(&80u16.to_be_bytes());
+        h[32] = 0xf0 | (h[32] & 0x0f);
+        p.set_header(&h);
+        crate::wire::TcpIpv4View::new_unchecked(p.header_mut()).fill_checksums();
+        p
+    };
+    for (key, sealed, failed, tunnelled) in [(Some(test_key(1)), 0, 1, false), (None, 0, 0, true)] {
+        let cfg = AckQueueConfig {
+            tunnel_src: Some(TUN_SRC),
+            tunnel_dst: Some(TUN_DST),
+            key,
+            ..AckQueueConfig::default()
+        };
+        let mut q = AckQueue::new(AckMode::Compaction, &cfg, Some(1000), None);
+        for k in 1..=10u32 {
+            offer(&mut q, long(0, 1024 * k, u64::from(k)));
+        }
+        let sent: Vec<Packet> = std::iter::from_fn(|| q.dequeue(Instant::ZERO))
+            .map(|e| e.pkt)
+            .collect();
+        assert_eq!(sent.len(), 4);
+        assert_eq!((q.stats().sealed, q.stats().seal_failed), (sealed, failed));
+        assert_eq!(q.stats().compacted_sent, u64::from(tunnelled));
+        assert_eq!(sent[1].header_len(), if tunnelled { 103 } else { 80 });
+    }
+}
+
+#[test]
+fn a_key_only_goes_with_ack_compaction() {
+    let q = |kind: &str| {
+        let toml = format!(
+            "kind = \"{kind}\"\nlimit_packets = 10\n[ack]\ntunnel_src = \"1.1.1.1\"\n\
+             tunnel_dst = \"2.2.2.2\"\nkey = \"hex:00112233445566778899aabbccddeeff\""
+        );
+        toml::from_str::<crate::link::QueueConfig>(&toml)
+            .expect("parses")
+            .validate()
+    };
+    assert_eq!(q("ack_compaction"), Ok(()));
+    assert!(q("ack_filtering").unwrap_err().starts_with("ack.key:"));
+    assert!(q("drop_tail").unwrap_err().starts_with("ack.key:"));
+}
+
+/// The corpus' keyed seed, sealed by Python's `hmac` (fuzz/corpus/ack_expander), expands in
+/// the keyed fuzz expander: 4 ACKs over 4 000 bytes below 100 000, then the received one. The
+/// fuzz body's genuine keyed case, uncorrupted and with the right key, runs too.
+#[test]
+fn python_sealed_compacted_seed_expands() {
+    let seed = include_bytes!("../../../../fuzz/corpus/ack_expander/seed_keyed_compacted");
+    let mut x = fuzzing::keyed_expander();
+    x.handle_packet(Instant::ZERO, PortId(0), Packet::new(&seed[2..], 0));
+    assert_eq!(acks_out(&mut x), [96_000, 97_000, 98_000, 99_000, 100_000]);
+    x.handle_packet(Instant::ZERO, PortId(0), Packet::new(&seed[2..], 0));
+    assert!(acks_out(&mut x).is_empty());
+    assert_eq!(
+        x.auth_stats().map(|a| (a.verified, a.replayed)),
+        Some((1, 1))
+    );
+    fuzzing::expander_input(seed);
+    fuzzing::expander_input(&[0, 1, 0x86, 0xa0, 4, 0x0f, 0xa0, 0xc3, 0x50, 0, 0]);
+}

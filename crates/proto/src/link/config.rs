@@ -275,6 +275,12 @@ impl QueueConfig {
                     .to_owned(),
             );
         }
+        if self.kind != QueueKind::AckCompaction && ack.key.is_some() {
+            return Err(
+                "ack.key: only `ack_compaction` sends through the tunnel; remove the key"
+                    .to_owned(),
+            );
+        }
         if matches!(
             self.kind,
             QueueKind::AckSuppression | QueueKind::AckCompaction

@@ -85,6 +85,17 @@ impl AnyQueue {
     }
 }
 
+impl AnyQueue {
+    /// Number what a keyed ACK compaction queue authenticates from `epoch · 2³² + 1`
+    /// ([`crate::ack::AckQueue::with_epoch`]); other disciplines are unchanged.
+    pub fn with_epoch(mut self, epoch: u32) -> Self {
+        if let Self::Ack(q) = &mut self {
+            q.set_epoch(epoch);
+        }
+        self
+    }
+}
+
 impl QueueDisc for AnyQueue {
     fn enqueue(&mut self, now: Instant, entry: QueuedPacket) -> Result<(), QueuedPacket> {
         match self {
