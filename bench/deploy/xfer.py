@@ -26,6 +26,10 @@
       Sends N SYNs from A (source ports 1024 up, then wrapping) through a raw socket: the
       gateway tests' hostile load. Needs root.
 
+  xfer.py forge-ah --src A --host H --count N
+      Sends N compacted ACKs in AH-framed IP-in-IP (crate::auth's layout) from A to H whose
+      integrity check values are random: forgeries a keyed expander must count and drop.
+
 The stream: 64 KiB chunks; chunk i is the 8-byte big-endian i followed by the first
 65 528 bytes of a fixed block drawn from random.Random(2026). Every byte depends on its
 position modulo 64 KiB and every chunk on its index, so a lost, duplicated or misplaced
@@ -263,6 +267,28 @@ def syn_flood(src, dst, port, count):
     print(json.dumps({"sent": sent}))
 
 
+def forge_ah(src, dst, count):
+    import os
+    sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    s4, d4 = socket.inet_aton(src), socket.inet_aton(dst)
+    inner_src, inner_dst = socket.inet_aton("10.77.1.2"), socket.inet_aton("10.77.2.2")
+    for i in range(count):
+        tcp = struct.pack("!HHIIBBHHH", 40000, 5001, 1, 1000 + i, 5 << 4, 0x10, 65535, 0, 0)
+        pseudo = inner_src + inner_dst + struct.pack("!BBH", 0, 6, len(tcp))
+        tcp = tcp[:16] + struct.pack("!H", _checksum(pseudo + tcp)) + tcp[18:]
+        inner = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40, i, 0, 64, 6, 0, inner_src, inner_dst)
+        inner = inner[:10] + struct.pack("!H", _checksum(inner)) + inner[12:] + tcp
+        trailer = struct.pack("!BH", 3, 3000)
+        # AH: next header 4, length 5, reserved, SPI (epoch) ahead of any real one, sequence,
+        # 16 random bytes of ICV.
+        ah = struct.pack("!BBHII", 4, 5, 0, 4_000_000_000, i + 1) + os.urandom(16)
+        total = 20 + len(ah) + len(inner) + len(trailer)
+        outer = struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, i, 0x4000, 64, 51, 0, s4, d4)
+        outer = outer[:10] + struct.pack("!H", _checksum(outer)) + outer[12:]
+        sock.sendto(outer + ah + inner + trailer, (dst, 0))
+    print(json.dumps({"sent": count}))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -293,8 +319,14 @@ def main():
     f.add_argument("--host", required=True)
     f.add_argument("--port", type=int, required=True)
     f.add_argument("--count", type=int, required=True)
+    g = sub.add_parser("forge-ah")
+    g.add_argument("--src", required=True)
+    g.add_argument("--host", required=True)
+    g.add_argument("--count", type=int, required=True)
     a = ap.parse_args()
-    if a.cmd == "hold-serve":
+    if a.cmd == "forge-ah":
+        forge_ah(a.src, a.host, a.count)
+    elif a.cmd == "hold-serve":
         hold_serve(a.port)
     elif a.cmd == "hold":
         hold(a.host, a.port, a.count, a.seconds)

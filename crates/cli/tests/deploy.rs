@@ -487,6 +487,34 @@ fn the_daemons_over_the_test_topology() {
         term.dump()
     );
     assert_eq!(gw.metric("satpep_ack_expander_unknown_source_total"), 0.0);
+    assert_eq!(gw.metric("satpep_ack_expander_bad_mac_total"), 0.0);
+    // Forgeries over the real interfaces: 50 with the terminal's tunnel address and random
+    // integrity check values, 50 from a host that is no compactor. Counted, dropped, no ACK.
+    let forge = |src: &str| {
+        let cmd = format!(
+            "ip netns exec {} python3 {} forge-ah --src {src} --host 10.77.2.250 --count 50",
+            h.ns("term"),
+            root().join("bench/deploy/xfer.py").display()
+        );
+        let o = Command::new("sh").args(["-c", &cmd]).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    forge("10.77.1.250");
+    forge("10.77.1.2");
+    let t0 = Instant::now();
+    while gw.metric("satpep_ack_expander_bad_mac_total") < 50.0
+        || gw.metric("satpep_ack_expander_unknown_source_total") < 50.0
+    {
+        assert!(t0.elapsed() < Duration::from_secs(10), "{}", gw.dump());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(gw.metric("satpep_ack_expander_bad_mac_total"), 50.0);
+    assert_eq!(gw.metric("satpep_ack_expander_unknown_source_total"), 50.0);
+    assert_eq!(
+        gw.metric("satpep_ack_expander_regenerated_total"),
+        regenerated,
+        "a forgery produced ACKs"
+    );
     term.stop();
     gw.stop();
     // Split TCP at the gateway: port 0 the satellite side, port 1 the server's LAN.
@@ -524,7 +552,16 @@ fn the_daemons_over_the_test_topology() {
         addrs.iter().all(|a| *a == CLIENT),
         "the server sees the client"
     );
-    assert!(gw.metric("satpep_split_tcp_flows_split_total") >= 1000.0);
+    // Split, or passed through unsplit beyond `max_embryonic` (documented refusal).
+    let split = gw.metric("satpep_split_tcp_flows_split_total");
+    let unsplit = gw.metric("satpep_split_tcp_unsplit_embryonic_total")
+        + gw.metric("satpep_split_tcp_unsplit_over_limit_total");
+    println!("split {split}, passed through unsplit {unsplit}");
+    assert!(
+        split >= 100.0 && split + unsplit >= 1000.0,
+        "{split} + {unsplit}"
+    );
+    assert_eq!(gw.metric("satpep_split_tcp_handshakes_failed_total"), 0.0);
     assert_eq!(gw.metric("satpep_split_tcp_unsendable_total"), 0.0);
     gw.stop();
 }

@@ -533,3 +533,49 @@ fn check_names_the_file_line_and_key_of_a_bad_config() {
         "{said}"
     );
 }
+
+/// Every example configuration in deploy/ and bench/deploy/ is accepted by `--check`, and the
+/// systemd units call only options the binary has.
+#[test]
+fn the_shipped_configurations_and_units_check() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut n = 0;
+    for dir in ["deploy", "bench/deploy"] {
+        for e in std::fs::read_dir(root.join(dir)).expect("directory") {
+            let f = e.expect("entry").path();
+            if f.extension().is_some_and(|x| x == "toml") {
+                let out = common::satpep(
+                    &["gateway", "--config", f.to_str().unwrap(), "--check"],
+                    &root,
+                );
+                assert!(
+                    out.status.success(),
+                    "{}: {}",
+                    f.display(),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                n += 1;
+            }
+        }
+    }
+    assert!(n >= 6, "{n} configurations");
+    for unit in ["satpep-gateway", "satpep-terminal"] {
+        let text = std::fs::read_to_string(root.join(format!("deploy/systemd/{unit}.service")))
+            .expect("unit file");
+        let role = unit.trim_start_matches("satpep-");
+        let help = common::satpep(&[role, "--help"], &root);
+        let help = String::from_utf8_lossy(&help.stdout);
+        for line in text.lines().filter(|l| l.starts_with("Exec")) {
+            assert!(
+                line.contains(&format!("satpep {role} --config /etc/satpep/")),
+                "{line}"
+            );
+            for flag in line.split_whitespace().filter(|w| w.starts_with("--")) {
+                assert!(
+                    help.contains(flag),
+                    "{unit}: {flag} is not an option of satpep {role}"
+                );
+            }
+        }
+    }
+}

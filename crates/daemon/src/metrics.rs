@@ -323,7 +323,7 @@ mod tests {
             Path::new("t.toml"),
         )
         .unwrap();
-        let p = Pipeline::new(&c);
+        let p = Pipeline::new(&c, 0);
         let page = render("gw", &c.interfaces, &p, 1.5);
         for line in [
             "# TYPE satpep_rx_packets_total counter",
@@ -364,7 +364,7 @@ mod tests {
             Path::new("t.toml"),
         )
         .unwrap();
-        let page = render("gw", &c.interfaces, &Pipeline::new(&c), 0.0);
+        let page = render("gw", &c.interfaces, &Pipeline::new(&c, 0), 0.0);
         assert!(
             page.contains(
                 "satpep_snoop_local_rtx_timeout_total{instance_name=\"gw\",element=\"1\"} 0"

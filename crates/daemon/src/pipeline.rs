@@ -55,18 +55,21 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    /// The mechanisms `config` asks for.
-    pub fn new(config: &DaemonConfig) -> Self {
+    /// The mechanisms `config` asks for. `epoch` (the daemon's start, in seconds since 1970)
+    /// numbers what keyed tunnels and compactors authenticate, so that their peers do not take
+    /// a restarted daemon's packets for replays (crate::auth in proto).
+    pub fn new(config: &DaemonConfig, epoch: u32) -> Self {
         let ports = config.interfaces.len();
         let mut shapers: Vec<Option<Link>> = (0..ports).map(|_| None).collect();
         for s in &config.shape {
             if let Some(p) = config.port_of(&s.interface) {
                 let rng = Rng::new(config.seed, STREAM_SHAPER + p as u64);
-                shapers[p] = Some(Link::new(&s.link_config(), rng));
+                shapers[p] = Some(Link::new(&s.link_config(), rng).with_epoch(epoch));
             }
         }
         Self {
-            middlebox: Middlebox::new(&config.middlebox, Rng::new(config.seed, STREAM_MIDDLEBOX)),
+            middlebox: Middlebox::new(&config.middlebox, Rng::new(config.seed, STREAM_MIDDLEBOX))
+                .with_epoch(epoch),
             shapers,
             out: VecDeque::new(),
             orphans: Orphans::default(),

@@ -161,7 +161,12 @@ pub fn run(
             .map_err(DaemonError::Io)?;
     }
 
-    let mut pipeline = Pipeline::new(config);
+    // Seconds since 1970: a restarted daemon's authenticated packets number above its
+    // predecessor's (the peer's replay window would refuse lower ones).
+    let epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u32::try_from(d.as_secs()).unwrap_or(u32::MAX));
+    let mut pipeline = Pipeline::new(config, epoch);
     let journal = state::journal_path(&opts.state_dir, &name);
     if let Ok(text) = std::fs::read_to_string(&journal) {
         let (flows, bad) = crate::orphans::parse_journal(&text);

@@ -245,20 +245,33 @@ pub fn header_len(b: &[u8]) -> Option<usize> {
         // IP-in-IP (tunnels, compacted ACKs): the inner headers belong to the header too, and
         // when the inner datagram carries no payload, so does whatever follows it (a compacted
         // ACK's trailer, ack::trailer), which a mechanism reads as header bytes.
-        Some(4) => b.get(ihl..).map_or(0, |inner| {
-            let inner_header = header_len(inner).unwrap_or(0);
-            let inner_total = inner
-                .get(2..4)
-                .map_or(0, |t| usize::from(u16::from_be_bytes([t[0], t[1]])));
-            if inner_total <= inner_header {
-                inner.len()
-            } else {
-                inner_header
+        Some(4) => b.get(ihl..).map_or(0, ipip_header_len),
+        // An authenticated tunnel packet (RFC 4302 AH around IP-in-IP, crate::auth): the AH
+        // header, then the inner datagram's headers as above.
+        Some(51) => b.get(ihl..).map_or(0, |ah| {
+            let ah_len = ah.get(1).map_or(0, |&l| (usize::from(l) + 2) * 4);
+            match ah.first() {
+                Some(4) => ah_len + ipip_header_len(ah.get(ah_len..).unwrap_or_default()),
+                _ => ah_len,
             }
         }),
         _ => 0,
     };
     Some((ihl.max(20) + transport).min(MAX_HEADER).min(b.len()))
+}
+
+/// Header bytes of an IP-in-IP payload `inner`: the inner datagram's headers, or all of it
+/// when the inner datagram carries no payload (a compacted ACK's trailer follows it).
+fn ipip_header_len(inner: &[u8]) -> usize {
+    let inner_header = header_len(inner).unwrap_or(0);
+    let inner_total = inner
+        .get(2..4)
+        .map_or(0, |t| usize::from(u16::from_be_bytes([t[0], t[1]])));
+    if inner_total <= inner_header {
+        inner.len()
+    } else {
+        inner_header
+    }
 }
 
 #[cfg(test)]

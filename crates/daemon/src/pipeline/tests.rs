@@ -49,9 +49,10 @@ fn drain(p: &mut Pipeline) -> Vec<Vec<u8>> {
 
 #[test]
 fn pass_through_writes_back_the_very_bytes_it_read() {
-    let mut p = Pipeline::new(&config(
-        "interfaces = [\"a\", \"b\"]\nmiddlebox = { kind = \"pass_through\" }\n",
-    ));
+    let mut p = Pipeline::new(
+        &config("interfaces = [\"a\", \"b\"]\nmiddlebox = { kind = \"pass_through\" }\n"),
+        0,
+    );
     let seg = segment(40_000, 1, 1, b"GET / HTTP/1.0\r\n\r\n");
     p.ingress(Instant(5), 1, &seg);
     assert_eq!(drain(&mut p), vec![seg.clone()]);
@@ -66,9 +67,10 @@ fn pass_through_writes_back_the_very_bytes_it_read() {
 
 #[test]
 fn malformed_input_and_unknown_ports_are_counted_and_dropped() {
-    let mut p = Pipeline::new(&config(
-        "interfaces = [\"a\"]\nmiddlebox = { kind = \"pass_through\" }\n",
-    ));
+    let mut p = Pipeline::new(
+        &config("interfaces = [\"a\"]\nmiddlebox = { kind = \"pass_through\" }\n"),
+        0,
+    );
     p.ingress(Instant(0), 0, &[0x45, 0, 0]); // truncated IPv4
     p.ingress(Instant(0), 0, &[0x60; 40]); // IPv6
     p.ingress(Instant(0), 0, &[]);
@@ -82,10 +84,13 @@ fn malformed_input_and_unknown_ports_are_counted_and_dropped() {
 fn a_shaper_paces_to_its_rate_and_drops_what_its_queue_cannot_hold() {
     // 1 Mb/s: a 1250-byte packet takes exactly 10 ms to leave; a queue of 3 packets (plus the
     // one being sent) holds 4 of 6 arriving at once.
-    let mut p = Pipeline::new(&config(
-        "interfaces = [\"lan\", \"sat\"]\nmiddlebox = { kind = \"pass_through\" }\n\
+    let mut p = Pipeline::new(
+        &config(
+            "interfaces = [\"lan\", \"sat\"]\nmiddlebox = { kind = \"pass_through\" }\n\
          [[shape]]\ninterface = \"lan\"\nrate = \"1Mbps\"\nqueue = { limit_packets = 3 }\n",
-    ));
+        ),
+        0,
+    );
     let payload = vec![7u8; 1250 - 40];
     for i in 0..6u32 {
         p.ingress(
@@ -122,7 +127,7 @@ fn an_ack_filtering_shaper_sends_the_newest_ack_for_the_ones_it_removed() {
     let mut p = Pipeline::new(&config(
         "interfaces = [\"lan\", \"sat\"]\nmiddlebox = { kind = \"pass_through\" }\n\
          [[shape]]\ninterface = \"lan\"\nrate = \"100kbps\"\nqueue = { kind = \"ack_filtering\" }\n",
-    ));
+    ), 0);
     p.ingress(Instant::ZERO, 0, &segment(41_000, 1, 1, &[1u8; 1000]));
     for k in 1..=5u32 {
         p.ingress(
@@ -144,4 +149,98 @@ fn an_ack_filtering_shaper_sends_the_newest_ack_for_the_ones_it_removed() {
     assert_eq!(out.iter().map(Vec::len).collect::<Vec<_>>(), [1040, 40, 40]);
     assert_eq!(p.shaper(0).map(|s| s.stats().removed), Some(3));
     assert_eq!(p.counters().rx_packets, vec![6, 0]);
+}
+
+fn counter(p: &Pipeline, name: &str) -> u64 {
+    p.middlebox()
+        .counters()
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .map_or_else(|| panic!("no counter {name}"), |(_, v)| v)
+}
+
+/// Run a pipeline until nothing is due; everything it wrote.
+fn settle(p: &mut Pipeline) -> Vec<Vec<u8>> {
+    let mut out = drain(p);
+    while let Some(t) = p.poll_timeout() {
+        p.handle_timeout(t);
+        out.extend(drain(p));
+    }
+    out
+}
+
+const KEY: &str = "hex:000102030405060708090a0b0c0d0e0f";
+
+#[test]
+fn a_keyed_terminal_and_gateway_carry_compacted_acks_and_refuse_forgeries_and_replays() {
+    // Terminal: ACKs from the LAN (port 0) wait on a 100 kb/s return behind a data packet and
+    // are compacted into authenticated IP-in-IP to the gateway's expander at 10.0.9.1.
+    let mut term = Pipeline::new(
+        &config(&format!(
+            "interfaces = [\"lan\", \"sat\"]\nmiddlebox = {{ kind = \"pass_through\" }}\n\
+             [[shape]]\ninterface = \"lan\"\nrate = \"100kbps\"\n\
+             queue = {{ kind = \"ack_compaction\", ack = {{ tunnel_src = \"10.0.1.250\", \
+             tunnel_dst = \"10.0.9.1\", key = \"{KEY}\" }} }}\n"
+        )),
+        1_800_000_000,
+    );
+    let mut gw = Pipeline::new(
+        &config(&format!(
+            "interfaces = [\"sat\", \"wan\"]\n[middlebox]\nkind = \"ack_expander\"\n\
+             address = \"10.0.9.1\"\ncompactors = [\"10.0.1.250\"]\nkey = \"{KEY}\"\n"
+        )),
+        1_800_000_000,
+    );
+    term.ingress(Instant::ZERO, 0, &segment(41_000, 1, 1, &[1u8; 1000]));
+    for k in 1..=10u32 {
+        term.ingress(
+            Instant(u64::from(k)),
+            0,
+            &segment(40_000, 1, 1 + 1000 * k, &[]),
+        );
+    }
+    let sent = settle(&mut term);
+    // The data, the first ACK (kept: no known predecessor), compacted ACKs once the low water
+    // mark (4) is passed, and the newest ACKs as they are: fewer packets than arrived.
+    let sealed: Vec<&Vec<u8>> = sent.iter().filter(|w| w[9] == 51).collect();
+    assert!(
+        !sealed.is_empty() && sent.len() < 11,
+        "{} sent, {} sealed",
+        sent.len(),
+        sealed.len()
+    );
+    assert!(
+        sent.iter().all(|w| w[9] == 51 || w[9] == 6),
+        "nothing unauthenticated in IP-in-IP"
+    );
+    let compacted = sealed[0].clone();
+
+    for w in &sent {
+        gw.ingress(Instant(1_000_000_000), 0, w);
+    }
+    let acks: Vec<u32> = settle(&mut gw)
+        .iter()
+        .filter(|w| w.len() == 40)
+        .map(|w| u32::from_be_bytes([w[28], w[29], w[30], w[31]]))
+        .collect();
+    // 1001 passed as it was; the compacted one stands for 2001 … 10001: all ten come out, in
+    // order.
+    assert_eq!(acks, (1..=10).map(|k| 1 + 1000 * k).collect::<Vec<u32>>());
+    assert_eq!(counter(&gw, "verified"), sealed.len() as u64);
+    let regenerated = counter(&gw, "regenerated");
+
+    // The same packet again: a replay, no ACK.
+    gw.ingress(Instant(2_000_000_000), 0, &compacted);
+    assert!(settle(&mut gw).is_empty());
+    assert_eq!(counter(&gw, "replayed"), 1);
+    // A forgery: one bit of the ICV changed (the sequence number is new): no ACK.
+    let mut forged = compacted.clone();
+    // AH at 20: next header, length, reserved (2), SPI = epoch (4), sequence number (4) at 28,
+    // ICV (16) at 32.
+    forged[30] ^= 0x40; // a sequence number never used…
+    forged[40] ^= 0x80; // …and an ICV that no longer matches
+    gw.ingress(Instant(3_000_000_000), 0, &forged);
+    assert!(settle(&mut gw).is_empty());
+    assert_eq!(counter(&gw, "bad_mac"), 1);
+    assert_eq!(counter(&gw, "regenerated"), regenerated, "not one ACK more");
 }

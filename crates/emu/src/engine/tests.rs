@@ -260,6 +260,21 @@ fn header_length_covers_ip_and_transport_headers() {
     compacted.extend_from_slice(&ack);
     compacted.extend_from_slice(&[3, 0x0b, 0xb8]);
     assert_eq!(header_len(&compacted), Some(63));
+    // The same, authenticated: outer IPv4 (protocol 51), a 28-byte AH (next header 4, length
+    // field 5), then the compacted ACK's inner datagram and trailer: all 91 bytes.
+    let mut ah = compacted.clone();
+    ah[9] = 51;
+    let mut h = vec![4, 5, 0, 0];
+    h.extend_from_slice(&[0; 24]);
+    ah.splice(20..20, h);
+    assert_eq!(header_len(&ah), Some(91));
+    // An authenticated data packet: outer 20 + AH 28 + the inner TCP headers 52.
+    let mut data = ipip.clone();
+    data[9] = 51;
+    let mut h = vec![4, 5, 0, 0];
+    h.extend_from_slice(&[0; 24]);
+    data.splice(20..20, h);
+    assert_eq!(header_len(&data), Some(100));
 }
 
 /// A router with a pass-through middlebox carries packets exactly as a plain router: same

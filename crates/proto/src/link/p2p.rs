@@ -128,6 +128,14 @@ impl Link {
         }
     }
 
+    /// Number what a keyed ACK compaction queue authenticates from `epoch · 2³² + 1` (the
+    /// daemons pass their start time, so a restarted compactor is not taken for a replay);
+    /// other queues are unchanged.
+    pub fn with_epoch(mut self, epoch: u32) -> Self {
+        self.queue.set_epoch(epoch);
+        self
+    }
+
     /// Change the serialisation rate at `now` (e.g. a new DAMA grant).
     ///
     /// The new rate applies to every packet whose serialisation starts at or after `now`; a

@@ -89,10 +89,15 @@ impl AnyQueue {
     /// Number what a keyed ACK compaction queue authenticates from `epoch · 2³² + 1`
     /// ([`crate::ack::AckQueue::with_epoch`]); other disciplines are unchanged.
     pub fn with_epoch(mut self, epoch: u32) -> Self {
-        if let Self::Ack(q) = &mut self {
+        self.set_epoch(epoch);
+        self
+    }
+
+    /// [`with_epoch`](Self::with_epoch) on a queue already in place (a link's).
+    pub fn set_epoch(&mut self, epoch: u32) {
+        if let Self::Ack(q) = self {
             q.set_epoch(epoch);
         }
-        self
     }
 }
 

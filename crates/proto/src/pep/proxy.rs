@@ -355,10 +355,20 @@ impl SplitRelay {
         // unpredictable; a deterministic simulator wants them reproducible).
         self.iss = self.iss.wrapping_mul(1_103_515_245).wrapping_add(12_345);
         let (opener, listener) = ((key.src, key.src_port), (key.dst, key.dst_port));
-        let accept = TcpEndpoint::new(ca, listener, opener, self.iss);
-        let connect = TcpEndpoint::new(cc, opener, listener, self.iss.rotate_left(16));
-        let deadline = now + self.config.connect_timeout;
         let defer = self.config.handshake == Handshake::AfterListener;
+        // A live gateway's connect half opens with the opener's own initial sequence number:
+        // the opener's stack chose it per RFC 6528 (a clock plus a hash of the ends), so a
+        // listener that still holds the same ends in TIME-WAIT takes the new SYN exactly as it
+        // would without a PEP (Linux accepts a SYN in TIME-WAIT only above the old sequence
+        // space; the relay's own numbers are not, and the listener then refuses it).
+        let connect_iss = if defer {
+            syn.seq.0
+        } else {
+            self.iss.rotate_left(16)
+        };
+        let accept = TcpEndpoint::new(ca, listener, opener, self.iss);
+        let connect = TcpEndpoint::new(cc, opener, listener, connect_iss);
+        let deadline = now + self.config.connect_timeout;
         let flow = SplitFlow::new(
             now,
             syn,

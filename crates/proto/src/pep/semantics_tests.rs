@@ -302,7 +302,8 @@ fn after_listener_answers_the_syn_only_after_the_listeners_syn_ack() {
     // A listener 1.4 s away: A's SYN is retransmitted at 1 s; nothing answers it before the
     // listener's SYN-ACK is in (2.81 s), and then exactly one SYN-ACK goes out.
     let (to_a, line) = syn_ack_at(Handshake::AfterListener, 1400);
-    // Toward B: the relay's own SYN and its retransmission on its own 1 s timer; never A's.
+    // Toward B: the relay's own SYN and its retransmission on its own 1 s timer (never A's
+    // packets), with A's initial sequence number (TIME-WAIT at B treats it as A's own SYN).
     let syns_to_b: Vec<_> = line
         .m_tx
         .iter()
@@ -310,7 +311,7 @@ fn after_listener_answers_the_syn_only_after_the_listeners_syn_ack() {
         .map(|(t, _, s)| (*t, s.seq))
         .collect();
     let relay_iss = syns_to_b[0].1;
-    assert_ne!(relay_iss, SeqNumber(1000));
+    assert_eq!(relay_iss, SeqNumber(1000));
     assert_eq!(syns_to_b, vec![(ms(10), relay_iss), (ms(1010), relay_iss)]);
     assert_eq!(to_a.first(), Some(&(ms(2810), TcpFlags::SYN)));
     assert_eq!(
