@@ -15,7 +15,10 @@ use crate::pipeline::Pipeline;
 
 /// Counter names that are gauges (they can fall, or are high-water marks).
 fn is_gauge(name: &str) -> bool {
-    name == "buffer_bytes" || name.starts_with("max_") || name.ends_with("_now")
+    name == "buffer_bytes"
+        || name == "embryonic"
+        || name.starts_with("max_")
+        || name.ends_with("_now")
 }
 
 /// `satpep_<kind>_<counter>`, with only the characters Prometheus allows.
