@@ -419,6 +419,7 @@ pub(crate) mod tests {
                 arrival_port: None,
                 ports: Vec::new(),
                 peers: Vec::new(),
+                key: None,
             },
         );
         let mb = Middlebox::new(&tunnel, satpep_proto::rand::Rng::new(1, 1));
