@@ -499,6 +499,22 @@ fn the_daemons_over_the_test_topology() {
         let o = Command::new("sh").args(["-c", &cmd]).output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     };
+    // The transfers' last ACKs may still wait in the terminal's 200 kb/s queue: take the
+    // baseline once it is empty and nothing has been regenerated for a second.
+    let t0 = Instant::now();
+    let mut regenerated = gw.metric("satpep_ack_expander_regenerated_total");
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let now = gw.metric("satpep_ack_expander_regenerated_total");
+        if now == regenerated && term.metric("satpep_shaper_queue_bytes") == 0.0 {
+            break;
+        }
+        regenerated = now;
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the return queue never drained"
+        );
+    }
     forge("10.77.1.250");
     forge("10.77.1.2");
     let t0 = Instant::now();

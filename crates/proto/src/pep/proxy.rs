@@ -367,7 +367,13 @@ impl SplitRelay {
             self.iss.rotate_left(16)
         };
         let accept = TcpEndpoint::new(ca, listener, opener, self.iss);
-        let connect = TcpEndpoint::new(cc, opener, listener, connect_iss);
+        let mut connect = TcpEndpoint::new(cc, opener, listener, connect_iss);
+        if defer {
+            // And with the opener's timestamp clock, for the listener's PAWS check in TIME-WAIT.
+            if let Some((tsval, _)) = syn.timestamp {
+                connect.set_ts_origin(now, tsval);
+            }
+        }
         let deadline = now + self.config.connect_timeout;
         let flow = SplitFlow::new(
             now,

@@ -948,3 +948,45 @@ fn local_handshake_half_open_on_the_openers_side_is_reset_at_connect_timeout() {
         (1, 0, 0)
     );
 }
+
+/// With `after_listener`, the relay's SYN toward the listener carries the opener's own initial
+/// sequence number and continues its timestamp clock: a listener that still holds the same
+/// ends in TIME-WAIT (an earlier connection, split or passed through) judges the new SYN as it
+/// would the opener's own (Linux accepts it only above the old sequence numbers and with a
+/// newer timestamp, PAWS). With `local`, the relay's own numbers, as before.
+#[test]
+fn after_listener_opens_the_listener_leg_with_the_openers_isn_and_timestamp_clock() {
+    for (handshake, mirrored) in [(Handshake::AfterListener, true), (Handshake::Local, false)] {
+        // Default TCP settings: timestamps offered.
+        let mut relay = SplitRelay::new(SplitConfig {
+            handshake,
+            ..SplitConfig::default()
+        });
+        let syn = TcpRepr {
+            src_port: 40_000,
+            dst_port: 80,
+            seq: SeqNumber(123_456_789),
+            flags: TcpFlags::SYN,
+            window: 65_535,
+            mss: Some(1460),
+            timestamp: Some((987_654, 0)),
+            ..TcpRepr::default()
+        };
+        let now = ms(7);
+        relay.handle_packet(now, PortId(0), pkt(A, B, &syn));
+        let mut to_b = None;
+        while let Some(tx) = relay.poll_transmit(now) {
+            let (ip, seg) = parse_packet(&tx.pkt).expect("valid");
+            if ip.dst == B && seg.flags.contains(TcpFlags::SYN) {
+                to_b = Some(seg);
+            }
+        }
+        let seg = to_b.expect("a SYN toward the listener");
+        assert_eq!(seg.seq == SeqNumber(123_456_789), mirrored, "{handshake:?}");
+        let tsval = seg.timestamp.expect("timestamps offered").0;
+        assert_eq!(tsval == 987_654, mirrored, "{handshake:?}: {tsval}");
+        if !mirrored {
+            assert_eq!(tsval, 7, "the relay's own clock: ms since the start");
+        }
+    }
+}

@@ -160,6 +160,10 @@ pub struct TcpEndpoint {
     /// Data segments still to be acknowledged at once (Linux's quick-ACK mode at the start).
     quickacks_left: u32,
     ts_recent: u32,
+    /// Added to the timestamp clock (RFC 7323 lets each connection pick its own origin): a
+    /// split relay's server leg continues its client's clock, so that a server holding the same
+    /// ends in TIME-WAIT sees timestamps that only grow (Linux's PAWS check), as without a PEP.
+    ts_offset: u32,
     last_ack_sent: u64,
 
     timers: [Option<Instant>; 4],
@@ -175,6 +179,12 @@ pub struct TcpEndpoint {
 }
 
 impl TcpEndpoint {
+    /// Start this connection's timestamp clock at `origin` at `now` (before it sends anything):
+    /// its TSvals are then `origin` plus the milliseconds since.
+    pub fn set_ts_origin(&mut self, now: Instant, origin: u32) {
+        self.ts_offset = origin.wrapping_sub(ts_clock(now));
+    }
+
     /// A closed endpoint between `local` and `remote` whose initial sequence number is `iss`.
     pub fn new(
         config: TcpConfig,
@@ -251,6 +261,7 @@ impl TcpEndpoint {
             unacked_segments: 0,
             quickacks_left: config.quickacks,
             ts_recent: 0,
+            ts_offset: 0,
             last_ack_sent: 0,
             timers: [None; 4],
             stats: TcpStats::default(),
@@ -797,7 +808,12 @@ impl TcpEndpoint {
         seg.mss = Some(self.config.mss);
         seg.window_scale = ws.then_some(self.rcv_wscale);
         seg.sack_permitted = sack;
-        seg.timestamp = ts.then(|| (ts_clock(now), if with_ack { self.ts_recent } else { 0 }));
+        seg.timestamp = ts.then(|| {
+            (
+                ts_clock(now).wrapping_add(self.ts_offset),
+                if with_ack { self.ts_recent } else { 0 },
+            )
+        });
         seg.sack = Default::default();
         if self.timers[Timer::Rto as usize].is_none() {
             self.set_timer(Timer::Rto, now + self.rtt.rto());
@@ -1063,7 +1079,7 @@ impl TcpEndpoint {
             seg.flags.insert(TcpFlags::PSH);
         }
         if self.ts_ok {
-            seg.timestamp = Some((ts_clock(now), self.ts_recent));
+            seg.timestamp = Some((ts_clock(now).wrapping_add(self.ts_offset), self.ts_recent));
         }
         if self.sack_ok && !self.ooo.is_empty() {
             let max_blocks = if self.ts_ok { 3 } else { 4 };
@@ -1136,7 +1152,7 @@ impl TcpEndpoint {
         // RTT: timestamps (RFC 7323 §4) or one timed segment at a time (Karn).
         if self.ts_ok {
             if let Some((_, tsecr)) = seg.timestamp {
-                let ms = ts_clock(now).wrapping_sub(tsecr);
+                let ms = ts_clock(now).wrapping_add(self.ts_offset).wrapping_sub(tsecr);
                 if ms < 1 << 30 {
                     self.rtt.on_sample(Duration::from_millis(u64::from(ms)));
                 }
