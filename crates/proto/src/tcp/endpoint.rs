@@ -1152,7 +1152,9 @@ impl TcpEndpoint {
         // RTT: timestamps (RFC 7323 §4) or one timed segment at a time (Karn).
         if self.ts_ok {
             if let Some((_, tsecr)) = seg.timestamp {
-                let ms = ts_clock(now).wrapping_add(self.ts_offset).wrapping_sub(tsecr);
+                let ms = ts_clock(now)
+                    .wrapping_add(self.ts_offset)
+                    .wrapping_sub(tsecr);
                 if ms < 1 << 30 {
                     self.rtt.on_sample(Duration::from_millis(u64::from(ms)));
                 }
