@@ -12,6 +12,17 @@
 //! `middlebox` is exactly a scenario's `middlebox = { kind = "…", … }` (every mechanism, with
 //! the same keys and validation), and a packet arriving on `interfaces[i]` reaches it on port
 //! `i`, so `satellite_port = 1` means what it means in a scenario.
+//!
+//! `[split] engine = "kernel"` replaces the middlebox with the kernel split engine
+//! ([`crate::kernel`]): Linux TCP on both legs, nftables TPROXY and splice, no TUN device.
+//!
+//! ```toml
+//! interfaces = ["eth1", "eth0"]
+//! [split]
+//! engine = "kernel"
+//! ports = [80, 443]
+//! congestion_control = { satellite = "hybla", terrestrial = "cubic" }
+//! ```
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -19,6 +30,7 @@ use std::path::{Path, PathBuf};
 use satpep_proto::link::{LinkConfig, QueueConfig};
 use satpep_proto::middlebox::MiddleboxConfig;
 use satpep_proto::time::{Bitrate, Duration};
+use satpep_proto::units::ByteSize;
 use serde::Deserialize;
 
 /// The longest instance name: TUN devices are named `<name>-p<port>` within Linux's 15 bytes.
@@ -41,8 +53,12 @@ pub struct DaemonConfig {
     pub interfaces: Vec<String>,
     /// The mechanism, as in a scenario (`kind = "split_tcp" | "spoof" | "snoop" |
     /// "supercharger" | "dupack_delay" | "ipip_tunnel" | "ack_expander" | "chain" |
-    /// "pass_through"`).
-    pub middlebox: MiddleboxConfig,
+    /// "pass_through"`). Required, unless `[split] engine = "kernel"` (then absent).
+    #[serde(default)]
+    pub middlebox: Option<MiddleboxConfig>,
+    /// Which split-TCP engine runs; absent: the middlebox's (`engine = "user"`).
+    #[serde(default)]
+    pub split: Option<SplitEngineConfig>,
     /// Shapers: traffic arriving on an interface is paced to a rate through a queue before the
     /// middlebox sees it — a terminal's return link, so that ACKs wait here, where suppression,
     /// filtering or compaction can act, and not in the modem.
@@ -65,6 +81,85 @@ pub struct DaemonConfig {
 fn default_log_every() -> u64 {
     60
 }
+
+/// `[split]`: the split-TCP engine.
+#[derive(Clone, Debug, Deserialize, Eq, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SplitEngineConfig {
+    /// `"user"`: satpep's TCP on TUN devices, configured by `middlebox = { kind =
+    /// "split_tcp", … }` (no other key here); `"kernel"`: Linux TCP on both legs through
+    /// nftables TPROXY and splice, configured by the keys below ([`crate::kernel`]).
+    pub engine: SplitEngine,
+    /// Split only TCP connections to these destination ports; empty (default): every one.
+    #[serde(default)]
+    pub ports: Vec<u16>,
+    /// First local port of the engine's listeners (bound to 127.0.0.1): SYNs arriving on
+    /// `interfaces[i]` are diverted to `listen_port + i`. Default 7470.
+    #[serde(default = "default_listen_port")]
+    pub listen_port: u16,
+    /// Connections held at once; a connection beyond is accepted and reset at once (the
+    /// client sees a RST right after its handshake). Default 10 000.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: u32,
+    /// Bytes held in the relay per connection and direction (the splice pipe; the kernel
+    /// rounds up to a power of two pages): when full, the relay stops reading that direction
+    /// and the sender's window closes. Default `"1MB"`.
+    #[serde(default = "default_buffer")]
+    pub buffer: ByteSize,
+    /// Reset both legs of a connection that moved no byte this long. Default: never.
+    #[serde(default)]
+    pub idle_timeout: Option<Duration>,
+    /// The interface whose side is the satellite (one of `interfaces`). Default: the second
+    /// (port 1), or the only one.
+    #[serde(default)]
+    pub satellite: Option<String>,
+    /// Congestion control (`TCP_CONGESTION`) per leg; absent: the kernel's default.
+    #[serde(default)]
+    pub congestion_control: LegCongestion,
+}
+
+/// `[split] engine`.
+#[derive(Clone, Copy, Debug, Deserialize, Eq, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum SplitEngine {
+    /// satpep's TCP (`SplitRelay`) on TUN devices.
+    User,
+    /// Linux TCP on both legs: nftables TPROXY, `IP_TRANSPARENT` sockets, splice.
+    Kernel,
+}
+
+/// `[split.congestion_control]`: an algorithm name from
+/// `/proc/sys/net/ipv4/tcp_available_congestion_control` per leg.
+#[derive(Clone, Debug, Default, Deserialize, Eq, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LegCongestion {
+    /// The leg toward the `satellite` interface (e.g. `"hybla"`, `"bbr"`).
+    pub satellite: Option<String>,
+    /// The other leg (e.g. `"cubic"`).
+    pub terrestrial: Option<String>,
+}
+
+fn default_listen_port() -> u16 {
+    7470
+}
+
+fn default_max_connections() -> u32 {
+    10_000
+}
+
+fn default_buffer() -> ByteSize {
+    ByteSize(1_000_000)
+}
+
+/// Limits of `[split]` values.
+pub const MAX_SPLIT_CONNECTIONS: u32 = 1_000_000;
+/// The largest `buffer`: 64 MiB per direction.
+pub const MAX_SPLIT_BUFFER: u64 = 64 << 20;
+/// The smallest `buffer`: one page.
+pub const MIN_SPLIT_BUFFER: u64 = 4096;
+
+/// A middlebox for configurations that have none (the kernel split engine's).
+static PASS_THROUGH: MiddleboxConfig = MiddleboxConfig::PassThrough;
 
 /// `[[shape]]`: pace what arrives on `interface`.
 #[derive(Clone, Debug, Deserialize)]
@@ -222,9 +317,50 @@ impl DaemonConfig {
                 ));
             }
         }
-        self.middlebox
-            .validate()
-            .map_err(|m| split_key("middlebox", &m))?;
+        match (&self.middlebox, self.kernel_split()) {
+            (Some(_), Some(_)) => {
+                return Err((
+                    "middlebox".into(),
+                    "the kernel split engine ([split] engine = \"kernel\") replaces the middlebox: remove one".into(),
+                ))
+            }
+            (None, None) => {
+                return Err((
+                    "middlebox".into(),
+                    "missing: give `middlebox = { kind = … }`, or `[split] engine = \"kernel\"`"
+                        .into(),
+                ))
+            }
+            (Some(mb), None) => mb.validate().map_err(|m| split_key("middlebox", &m))?,
+            (None, Some(k)) => self.validate_kernel_split(k)?,
+        }
+        if let Some(sp) = self
+            .split
+            .as_ref()
+            .filter(|s| s.engine == SplitEngine::User)
+        {
+            if *sp
+                != (SplitEngineConfig {
+                    engine: SplitEngine::User,
+                    ..kernel_defaults()
+                })
+            {
+                return Err((
+                    "split".into(),
+                    "with engine = \"user\" the split is configured in `middlebox = { kind = \"split_tcp\", … }`; no other key here".into(),
+                ));
+            }
+            if !self
+                .middlebox
+                .as_ref()
+                .is_some_and(MiddleboxConfig::has_split_tcp)
+            {
+                return Err((
+                    "split.engine".into(),
+                    "\"user\" needs `middlebox = { kind = \"split_tcp\", … }`".into(),
+                ));
+            }
+        }
         for (i, s) in self.shape.iter().enumerate() {
             if !self.interfaces.contains(&s.interface) {
                 return Err((
@@ -266,6 +402,81 @@ impl DaemonConfig {
         Ok(())
     }
 
+    fn validate_kernel_split(&self, k: &SplitEngineConfig) -> Result<(), (String, String)> {
+        if !self.shape.is_empty() {
+            return Err((
+                "shape".into(),
+                "shapers need the TUN path; the kernel split engine has none".into(),
+            ));
+        }
+        if k.ports.contains(&0) {
+            return Err(("split.ports".into(), "port 0 is not a port".into()));
+        }
+        let n = self.interfaces.len() as u32;
+        if u32::from(k.listen_port) + n > 65_536 || k.listen_port == 0 {
+            return Err((
+                "split.listen_port".into(),
+                format!("1 to {} (one port per interface)", 65_536 - n),
+            ));
+        }
+        if k.max_connections == 0 || k.max_connections > MAX_SPLIT_CONNECTIONS {
+            return Err((
+                "split.max_connections".into(),
+                format!("1 to {MAX_SPLIT_CONNECTIONS}"),
+            ));
+        }
+        if !(MIN_SPLIT_BUFFER..=MAX_SPLIT_BUFFER).contains(&k.buffer.bytes()) {
+            return Err((
+                "split.buffer".into(),
+                format!("{MIN_SPLIT_BUFFER} bytes to 64 MiB per direction"),
+            ));
+        }
+        if k.idle_timeout.is_some_and(|d| d.as_nanos() < 1_000_000_000) {
+            return Err((
+                "split.idle_timeout".into(),
+                "at least 1 s (the engine looks once a second)".into(),
+            ));
+        }
+        if let Some(sat) = &k.satellite {
+            if !self.interfaces.contains(sat) {
+                return Err((
+                    "split.satellite".into(),
+                    format!("`{sat}` is not one of `interfaces`"),
+                ));
+            }
+        }
+        for (leg, cc) in [
+            ("satellite", &k.congestion_control.satellite),
+            ("terrestrial", &k.congestion_control.terrestrial),
+        ] {
+            if let Some(cc) = cc {
+                // TCP_CA_NAME_MAX is 16 with the terminating NUL.
+                if cc.is_empty()
+                    || cc.len() > 15
+                    || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                {
+                    return Err((
+                        format!("split.congestion_control.{leg}"),
+                        format!("`{cc}`: an algorithm name, e.g. \"cubic\" (see /proc/sys/net/ipv4/tcp_available_congestion_control)"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The kernel split engine's settings, when it runs instead of a middlebox.
+    pub fn kernel_split(&self) -> Option<&SplitEngineConfig> {
+        self.split
+            .as_ref()
+            .filter(|s| s.engine == SplitEngine::Kernel)
+    }
+
+    /// The middlebox (pass-through when the kernel split engine runs instead).
+    pub fn middlebox(&self) -> &MiddleboxConfig {
+        self.middlebox.as_ref().unwrap_or(&PASS_THROUGH)
+    }
+
     /// The instance name: `name`, or the role's.
     pub fn instance(&self, role: Role) -> String {
         self.name.clone().unwrap_or_else(|| role.name().to_owned())
@@ -274,6 +485,20 @@ impl DaemonConfig {
     /// The port of interface `name`.
     pub fn port_of(&self, name: &str) -> Option<usize> {
         self.interfaces.iter().position(|i| i == name)
+    }
+}
+
+/// `[split]` with every default (engine kernel).
+fn kernel_defaults() -> SplitEngineConfig {
+    SplitEngineConfig {
+        engine: SplitEngine::Kernel,
+        ports: Vec::new(),
+        listen_port: default_listen_port(),
+        max_connections: default_max_connections(),
+        buffer: default_buffer(),
+        idle_timeout: None,
+        satellite: None,
+        congestion_control: LegCongestion::default(),
     }
 }
 
@@ -369,7 +594,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.interfaces, ["lan0", "sat0"]);
-        assert!(c.middlebox.has_split_tcp());
+        assert!(c.middlebox().has_split_tcp());
         assert_eq!(c.instance(Role::Gateway), "gateway");
         assert_eq!(c.routing.table, 7470);
         assert_eq!(c.log_every_s, 60);

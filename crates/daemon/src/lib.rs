@@ -12,11 +12,14 @@
 //! - [`routing`]: the rules and tables that put the daemon in the path; [`state`]: what must
 //!   be undone after a crash.
 //! - [`metrics`]: the Prometheus text endpoint.
+//! - [`kernel`]: the kernel split engine (`[split] engine = "kernel"`): Linux TCP on both
+//!   legs, nftables TPROXY and splice instead of the TUN path.
 //! - [`run()`]: the epoll loop. docs/deploy.md is the operator's guide.
 
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod kernel;
 pub mod metrics;
 pub mod orphans;
 pub mod pipeline;
@@ -86,13 +89,26 @@ pub fn describe(config: &DaemonConfig, role: Role) -> String {
     let name = config.instance(role);
     let plan = routing::RoutingPlan::new(config, &name);
     let mb = satpep_proto::middlebox::Middlebox::new(
-        &config.middlebox,
+        config.middlebox(),
         satpep_proto::rand::Rng::new(config.seed, 1),
     );
+    let mechanism = match config.kernel_split() {
+        Some(k) => format!(
+            "split_tcp, kernel engine (ports {}, at most {} connections, {} bytes per direction, idle timeout {})",
+            if k.ports.is_empty() {
+                "all".to_owned()
+            } else {
+                format!("{:?}", k.ports)
+            },
+            k.max_connections,
+            k.buffer.bytes(),
+            k.idle_timeout.map_or("none".to_owned(), |d| format!("{} s", d.as_nanos() / 1_000_000_000)),
+        ),
+        None => mb.kind().to_owned(),
+    };
     let mut s = format!(
-        "instance {name} ({})\nmechanism: {}\n",
-        role.name(),
-        mb.kind()
+        "instance {name} ({})\nmechanism: {mechanism}\n",
+        role.name()
     );
     for (i, iface) in config.interfaces.iter().enumerate() {
         let shaped = config
@@ -108,10 +124,14 @@ pub fn describe(config: &DaemonConfig, role: Role) -> String {
         } else {
             "  (warning: no such interface here)"
         };
-        s += &format!(
-            "port {i}: {iface} -> TUN {}{shaped}{missing}\n",
-            plan.tun_name(i)
-        );
+        let to = match config.kernel_split() {
+            Some(k) => format!(
+                "SYNs to listener 127.0.0.1:{}",
+                u32::from(k.listen_port) + i as u32
+            ),
+            None => format!("TUN {}", plan.tun_name(i)),
+        };
+        s += &format!("port {i}: {iface} -> {to}{shaped}{missing}\n");
     }
     match config.metrics.listen {
         Some(a) => s += &format!("metrics: http://{a}/metrics\n"),
@@ -120,6 +140,12 @@ pub fn describe(config: &DaemonConfig, role: Role) -> String {
     s += "would run: ip -batch - <<\n";
     for l in plan.install_script().lines() {
         s += &format!("  {l}\n");
+    }
+    if let Some(nft) = plan.nft_script() {
+        s += "would run: nft -f - <<\n";
+        for l in nft.lines() {
+            s += &format!("  {l}\n");
+        }
     }
     s
 }

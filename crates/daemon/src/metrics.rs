@@ -216,7 +216,7 @@ pub fn render(instance: &str, interfaces: &[String], p: &Pipeline, uptime_s: f64
     s
 }
 
-fn escape(v: &str) -> String {
+pub(crate) fn escape(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")

@@ -68,7 +68,7 @@ impl Pipeline {
             }
         }
         Self {
-            middlebox: Middlebox::new(&config.middlebox, Rng::new(config.seed, STREAM_MIDDLEBOX))
+            middlebox: Middlebox::new(config.middlebox(), Rng::new(config.seed, STREAM_MIDDLEBOX))
                 .with_epoch(epoch),
             shapers,
             out: VecDeque::new(),

@@ -15,7 +15,7 @@
 
 use std::process::{Command, Stdio};
 
-use crate::config::{DaemonConfig, RoutingConfig};
+use crate::config::{DaemonConfig, RoutingConfig, SplitEngineConfig};
 
 /// What the daemon adds to the routing configuration.
 #[derive(Clone, Debug, Eq, PartialEq)]
@@ -26,6 +26,9 @@ pub struct RoutingPlan {
     pub interfaces: Vec<String>,
     /// Numbers.
     pub routing: RoutingConfig,
+    /// The kernel split engine's settings, when it runs: then no TUN device, one nftables
+    /// table and one fwmark rule ([`crate::kernel`]).
+    pub kernel: Option<SplitEngineConfig>,
 }
 
 impl RoutingPlan {
@@ -35,7 +38,61 @@ impl RoutingPlan {
             name: name.to_owned(),
             interfaces: config.interfaces.clone(),
             routing: config.routing,
+            kernel: config.kernel_split().cloned(),
         }
+    }
+
+    /// The nftables table of the kernel split engine: `satpep_<name>` (`-` becomes `_`, which
+    /// nft identifiers allow). Deleting it removes every nftables statement the daemon added.
+    pub fn nft_table(&self) -> String {
+        format!("satpep_{}", self.name.replace('-', "_"))
+    }
+
+    /// The fwmark that routes diverted and returning segments to the local sockets (the first
+    /// table's number, so it is the daemon's own like the rest).
+    pub fn fwmark(&self) -> u32 {
+        self.routing.table
+    }
+
+    /// The kernel split engine's `nft -f -` script, or `None` for the TUN path. It creates the
+    /// table empty first and deletes it, then fills it, in one transaction: running it twice
+    /// leaves one copy.
+    ///
+    /// - `socket transparent 1`: a segment of a connection one of the engine's sockets holds
+    ///   (the client's side of an accepted one, or the server's answer to a connection the
+    ///   engine opened from the client's address) is marked, so the fwmark rule delivers it
+    ///   locally instead of forwarding it.
+    /// - `tproxy`: a SYN (no ACK) arriving on `interfaces[i]` to one of `ports` goes to the
+    ///   listener `127.0.0.1:listen_port + i`; only SYNs, so connections that were open before
+    ///   the daemon started (or that a crashed one held) are forwarded as before. With no
+    ///   listener (the daemon died) `tproxy` does not match, and the SYN is forwarded: the
+    ///   path fails open.
+    pub fn nft_script(&self) -> Option<String> {
+        let k = self.kernel.as_ref()?;
+        let t = self.nft_table();
+        let mark = self.fwmark();
+        let ports = match k.ports.as_slice() {
+            [] => String::new(),
+            ps => format!(
+                "tcp dport {{ {} }} ",
+                ps.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        let mut s = format!(
+            "table ip {t} {{}}\ndelete table ip {t}\ntable ip {t} {{\n\
+             \tchain prerouting {{\n\
+             \t\ttype filter hook prerouting priority mangle; policy accept;\n\
+             \t\tmeta l4proto tcp socket transparent 1 meta mark set {mark} accept\n"
+        );
+        for (i, iface) in self.interfaces.iter().enumerate() {
+            s += &format!(
+                "\t\tiifname \"{iface}\" tcp flags & (syn | ack) == syn {ports}\
+                 tproxy to 127.0.0.1:{} meta mark set {mark} accept\n",
+                u32::from(k.listen_port) + i as u32
+            );
+        }
+        s += "\t}\n}\n";
+        Some(s)
     }
 
     /// The TUN device of port `port`.
@@ -47,6 +104,15 @@ impl RoutingPlan {
     /// [`remove_script`](Self::remove_script) has run, so nothing is doubled).
     pub fn install_script(&self) -> String {
         let mut s = String::new();
+        if self.kernel.is_some() {
+            // The kernel's TPROXY recipe (Documentation/networking/tproxy.rst): marked
+            // segments are for this host.
+            let (table, pref) = self.numbers(0);
+            let mark = self.fwmark();
+            s += &format!("route replace local 0.0.0.0/0 dev lo table {table}\n");
+            s += &format!("rule add pref {pref} fwmark {mark} lookup {table}\n");
+            return s;
+        }
         for (i, iface) in self.interfaces.iter().enumerate() {
             let tun = self.tun_name(i);
             let (table, pref) = self.numbers(i);
@@ -68,6 +134,9 @@ impl RoutingPlan {
                  ip -4 route flush table {table} 2>/dev/null\n"
             );
         }
+        // The kernel split engine's table, whether or not this run has the engine (a
+        // predecessor may have): absent table and absent nft alike are silent.
+        s += &format!("nft delete table ip {} 2>/dev/null\n", self.nft_table());
         s += "true\n";
         s
     }
@@ -77,6 +146,9 @@ impl RoutingPlan {
     /// be strict (1): the kernel uses the larger of `all` and the device's value.
     pub fn sysctls(&self) -> Vec<(String, String)> {
         let mut v = vec![("net/ipv4/ip_forward".to_owned(), "1".to_owned())];
+        if self.kernel.is_some() {
+            return v;
+        }
         for i in 0..self.interfaces.len() {
             let tun = self.tun_name(i);
             v.push((format!("net/ipv4/conf/{tun}/rp_filter"), "0".into()));
@@ -92,6 +164,16 @@ impl RoutingPlan {
             self.routing.table + port as u32,
             self.routing.priority + port as u32,
         )
+    }
+
+    /// Whether the kernel split engine's nftables table exists now (false without nft).
+    pub fn has_nft_table(&self) -> bool {
+        Command::new("nft")
+            .args(["list", "table", "ip", &self.nft_table()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
     }
 
     /// The rules now installed with the daemon's preferences (`ip rule` lines), e.g. to check
@@ -127,7 +209,7 @@ pub fn sh(script: &str) -> Result<(), String> {
     run_stdin("sh", &["-s"], script)
 }
 
-fn run_stdin(prog: &str, args: &[&str], input: &str) -> Result<(), String> {
+pub(crate) fn run_stdin(prog: &str, args: &[&str], input: &str) -> Result<(), String> {
     use std::io::Write;
     let mut child = Command::new(prog)
         .args(args)

@@ -63,9 +63,13 @@ pub fn cleanup(
         done.push(format!("removed the state of pid {}", old.pid));
     }
     let before = plan.installed_rules().len();
+    let table = plan.has_nft_table();
     sh(&plan.remove_script()).map_err(DaemonError::Setup)?;
     if before > 0 {
         done.push(format!("removed {before} leftover routing rules"));
+    }
+    if table {
+        done.push(format!("removed the nftables table {}", plan.nft_table()));
     }
     Ok(done)
 }
@@ -77,6 +81,9 @@ pub fn run(
     opts: &RunOptions,
     ready: impl FnOnce(&Status),
 ) -> Result<(), DaemonError> {
+    if config.kernel_split().is_some() {
+        return crate::kernel::run(config, role, opts, ready);
+    }
     let name = config.instance(role);
     for done in cleanup(config, role, opts)? {
         info!(instance = %name, "{done}");
@@ -340,15 +347,15 @@ pub struct Status {
 
 /// Takes the daemon out of the path: on the normal exit path explicitly, on an error return or
 /// a panic by drop.
-struct Teardown {
-    plan: RoutingPlan,
-    file: std::path::PathBuf,
-    restore: Vec<(String, String)>,
-    armed: bool,
+pub(crate) struct Teardown {
+    pub(crate) plan: RoutingPlan,
+    pub(crate) file: std::path::PathBuf,
+    pub(crate) restore: Vec<(String, String)>,
+    pub(crate) armed: bool,
 }
 
 impl Teardown {
-    fn run(&mut self) -> Result<(), DaemonError> {
+    pub(crate) fn run(&mut self) -> Result<(), DaemonError> {
         if !self.armed {
             return Ok(());
         }

@@ -273,6 +273,19 @@ impl Epoll {
         Ok(())
     }
 
+    /// Watch `fd` for input, output room, the peer's FIN and errors, edge-triggered, reporting
+    /// it as `token`: for a relay that moves bytes until the kernel says `EAGAIN` and then
+    /// waits for the next change on either side (the daemon's kernel split engine).
+    pub fn add_edge(&self, fd: RawFd, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
+            u64: token,
+        };
+        // SAFETY: `ev` lives across the call; `fd` is a descriptor the caller keeps open.
+        check(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
+        Ok(())
+    }
+
     /// Stop watching `fd` (before closing it, or once it reached end of file).
     pub fn delete(&self, fd: RawFd) -> io::Result<()> {
         let mut ev = libc::epoll_event { events: 0, u64: 0 };
