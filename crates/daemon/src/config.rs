@@ -691,4 +691,80 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.key, "routing.table", "{e}");
     }
+
+    #[test]
+    fn a_kernel_split_gateway_parses_without_a_middlebox() {
+        let c = parse(
+            "interfaces = [\"lan0\", \"sat0\"]\n\
+             [split]\nengine = \"kernel\"\nports = [80, 443]\nbuffer = \"2MB\"\n\
+             idle_timeout = \"5min\"\nsatellite = \"sat0\"\n\
+             congestion_control = { satellite = \"hybla\", terrestrial = \"cubic\" }\n",
+        )
+        .unwrap();
+        let k = c.kernel_split().unwrap();
+        assert_eq!(k.ports, [80, 443]);
+        assert_eq!(k.buffer, ByteSize(2_000_000));
+        assert_eq!(k.idle_timeout, Some(Duration::from_secs(300)));
+        assert_eq!(k.listen_port, 7470);
+        assert_eq!(k.max_connections, 10_000);
+        assert_eq!(k.congestion_control.satellite.as_deref(), Some("hybla"));
+        assert_eq!(c.middlebox(), &MiddleboxConfig::PassThrough);
+
+        // `engine = "user"` is the middlebox's split_tcp, and says nothing else.
+        let u = parse(
+            "interfaces = [\"a\", \"b\"]\nmiddlebox = { kind = \"split_tcp\" }\n\
+             [split]\nengine = \"user\"\n",
+        )
+        .unwrap();
+        assert!(u.kernel_split().is_none());
+    }
+
+    #[test]
+    fn kernel_split_errors_name_the_file_line_and_key() {
+        let base = "interfaces = [\"a\", \"b\"]\n[split]\nengine = \"kernel\"\n";
+        for (extra, key, line) in [
+            ("max_connections = 0\n", "split.max_connections", 4),
+            ("buffer = \"1kB\"\n", "split.buffer", 4),
+            ("buffer = \"1GB\"\n", "split.buffer", 4),
+            ("idle_timeout = \"10ms\"\n", "split.idle_timeout", 4),
+            ("ports = [80, 0]\n", "split.ports", 4),
+            ("listen_port = 65535\n", "split.listen_port", 4),
+            ("satellite = \"c\"\n", "split.satellite", 4),
+            (
+                "congestion_control = { satellite = \"no such\" }\n",
+                "split.congestion_control.satellite",
+                4,
+            ),
+            ("bogus = 1\n", "split.bogus", 4),
+        ] {
+            let e = parse(&format!("{base}{extra}")).unwrap_err();
+            assert_eq!((e.key.as_str(), e.line), (key, Some(line)), "{extra}: {e}");
+            assert!(
+                e.to_string()
+                    .starts_with(&format!("gw.toml:{line}: {key}: ")),
+                "{e}"
+            );
+        }
+        let e = parse("interfaces = [\"a\"]\n[split]\nengine = \"turbo\"\n").unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("split.engine", Some(3)), "{e}");
+        // Both engines at once, or neither.
+        let e = parse(&format!(
+            "middlebox = {{ kind = \"pass_through\" }}\n{base}"
+        ))
+        .unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("middlebox", Some(1)), "{e}");
+        let e = parse("interfaces = [\"a\"]\n").unwrap_err();
+        assert_eq!(e.key, "middlebox", "{e}");
+        let e = parse(
+            "interfaces = [\"a\"]\nmiddlebox = { kind = \"pass_through\" }\n\
+             [split]\nengine = \"user\"\n",
+        )
+        .unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("split.engine", Some(4)), "{e}");
+        let e = parse(&format!(
+            "{base}[[shape]]\ninterface = \"a\"\nrate = \"1Mbps\"\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.key, "shape", "{e}");
+    }
 }

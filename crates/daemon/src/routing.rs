@@ -285,4 +285,50 @@ mod tests {
         );
         assert_eq!(s.len(), 5);
     }
+
+    fn kernel_plan(ports: &str) -> RoutingPlan {
+        let c = DaemonConfig::parse(
+            &format!(
+                "name = \"gw-1\"\ninterfaces = [\"eth1\", \"eth0\"]\n\
+                 [split]\nengine = \"kernel\"\n{ports}"
+            ),
+            Path::new("t.toml"),
+        )
+        .unwrap();
+        RoutingPlan::new(&c, "gw-1")
+    }
+
+    #[test]
+    fn the_kernel_engine_adds_one_table_one_rule_and_one_nft_table_and_no_tun() {
+        let p = kernel_plan("ports = [80, 443]\nlisten_port = 9000\n");
+        assert_eq!(
+            p.install_script(),
+            "route replace local 0.0.0.0/0 dev lo table 7470\n\
+             rule add pref 7470 fwmark 7470 lookup 7470\n"
+        );
+        assert_eq!(p.nft_table(), "satpep_gw_1");
+        assert_eq!(
+            p.nft_script().unwrap(),
+            "table ip satpep_gw_1 {}\ndelete table ip satpep_gw_1\ntable ip satpep_gw_1 {\n\
+             \tchain prerouting {\n\
+             \t\ttype filter hook prerouting priority mangle; policy accept;\n\
+             \t\tmeta l4proto tcp socket transparent 1 meta mark set 7470 accept\n\
+             \t\tiifname \"eth1\" tcp flags & (syn | ack) == syn tcp dport { 80, 443 } \
+             tproxy to 127.0.0.1:9000 meta mark set 7470 accept\n\
+             \t\tiifname \"eth0\" tcp flags & (syn | ack) == syn tcp dport { 80, 443 } \
+             tproxy to 127.0.0.1:9001 meta mark set 7470 accept\n\
+             \t}\n}\n"
+        );
+        // No ports: every TCP SYN.
+        assert!(kernel_plan("")
+            .nft_script()
+            .unwrap()
+            .contains("iifname \"eth1\" tcp flags & (syn | ack) == syn tproxy to 127.0.0.1:7470"));
+        assert_eq!(p.sysctls(), [("net/ipv4/ip_forward".into(), "1".into())]);
+        let rm = p.remove_script();
+        assert!(rm.contains("while ip -4 rule del pref 7470 2>/dev/null; do :; done"));
+        assert!(rm.contains("ip -4 route flush table 7470"));
+        assert!(rm.contains("nft delete table ip satpep_gw_1 2>/dev/null\n"));
+        assert!(plan().nft_script().is_none());
+    }
 }
