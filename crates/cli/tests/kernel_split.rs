@@ -8,7 +8,8 @@
 //! transfers of many connections, no added time to first byte, a server's RST reaching the
 //! client as ECONNRESET, a FIN half-closing one direction only, a refused server leg as a RST
 //! after the handshake (the documented fail-open), the connection limit's refusal, idle
-//! reaping, SIGTERM and `kill -9` + `--cleanup` leaving no nftables table and no rule.
+//! reaping, SIGTERM and `kill -9` + `--cleanup` leaving no nftables table and no rule, and a
+//! `kill -9` mid-transfer ending the client's connection with a reset.
 
 mod common;
 
@@ -522,7 +523,8 @@ fn beyond_max_connections_a_connection_is_reset_and_idle_ones_are_reaped() {
 }
 
 #[test]
-fn after_kill_9_the_path_fails_open_and_cleanup_or_a_restart_leaves_one_copy_or_none() {
+fn kill_9_resets_the_held_connections_the_path_fails_open_and_a_restart_or_cleanup_leaves_one_copy_or_none(
+) {
     if !can_run() {
         return;
     }
@@ -531,8 +533,47 @@ fn after_kill_9_the_path_fails_open_and_cleanup_or_a_restart_leaves_one_copy_or_
     net.start_servers();
     let cfg = net.config("");
     let mut gw = net.start_gateway(&cfg);
+
+    // kill -9 mid-transfer: the kernel closes the dead relay's sockets, which reset (not FIN)
+    // both ends, so the client's download ends at once, as an error, not as a short success.
+    let mut client = net
+        .exec(
+            &net.c,
+            &[
+                "python3",
+                xfer_py().to_str().unwrap(),
+                "get",
+                "--host",
+                SERVER,
+                "--port",
+                PORT,
+                "--size",
+                "100000000000",
+                "--timeout",
+                "60",
+            ],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("client starts");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while net.count("accepted", 1.0) != 1.0 {
+        assert!(Instant::now() < deadline, "the download was not split");
+    }
+    std::thread::sleep(Duration::from_millis(300));
     gw.kill().expect("kill -9");
     let _ = gw.wait();
+    let st = wait_exit(&mut client, Duration::from_secs(10)).expect("the client ends within 10 s");
+    let out = client.wait_with_output().expect("client output");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("client JSON");
+    assert!(!st.success(), "{r}");
+    assert!(
+        r["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("ConnectionResetError")),
+        "{r}"
+    );
 
     // What it left: the table and the rule; with no listener, tproxy does not match and new
     // connections are forwarded unsplit.

@@ -62,6 +62,7 @@ impl RoutingPlan {
     ///   (the client's side of an accepted one, or the server's answer to a connection the
     ///   engine opened from the client's address) is marked, so the fwmark rule delivers it
     ///   locally instead of forwarding it.
+    /// - `fib daddr type local`: connections to the router itself are never split.
     /// - `tproxy`: a SYN (no ACK) arriving on `interfaces[i]` to one of `ports` goes to the
     ///   listener `127.0.0.1:listen_port + i`; only SYNs, so connections that were open before
     ///   the daemon started (or that a crashed one held) are forwarded as before. With no
@@ -82,7 +83,8 @@ impl RoutingPlan {
             "table ip {t} {{}}\ndelete table ip {t}\ntable ip {t} {{\n\
              \tchain prerouting {{\n\
              \t\ttype filter hook prerouting priority mangle; policy accept;\n\
-             \t\tmeta l4proto tcp socket transparent 1 meta mark set {mark} accept\n"
+             \t\tmeta l4proto tcp socket transparent 1 meta mark set {mark} accept\n\
+             \t\tfib daddr type local accept\n"
         );
         for (i, iface) in self.interfaces.iter().enumerate() {
             s += &format!(
@@ -313,6 +315,7 @@ mod tests {
              \tchain prerouting {\n\
              \t\ttype filter hook prerouting priority mangle; policy accept;\n\
              \t\tmeta l4proto tcp socket transparent 1 meta mark set 7470 accept\n\
+             \t\tfib daddr type local accept\n\
              \t\tiifname \"eth1\" tcp flags & (syn | ack) == syn tcp dport { 80, 443 } \
              tproxy to 127.0.0.1:9000 meta mark set 7470 accept\n\
              \t\tiifname \"eth0\" tcp flags & (syn | ack) == syn tcp dport { 80, 443 } \

@@ -398,7 +398,7 @@ impl Engine {
         match step {
             Step::Open => {}
             Step::Closed => {
-                self.conns.remove(key);
+                self.conns.remove(key).finish();
                 self.stats.closed += 1;
             }
             Step::Reset(leg) => {

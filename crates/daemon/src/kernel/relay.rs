@@ -98,6 +98,11 @@ impl Conn {
         buffer: usize,
         now_ns: u64,
     ) -> io::Result<Self> {
+        // While the connection is open, a close — the daemon's death included — resets both
+        // ends: a killed relay must not look like an orderly end (a FIN after a truncated
+        // response). [`Conn::finish`] takes this back for the orderly close.
+        abort(&client);
+        abort(&server);
         Ok(Self {
             client,
             server,
@@ -164,6 +169,21 @@ impl Conn {
     pub fn reset(self) {
         for sock in [&self.client, &self.server] {
             abort(sock);
+        }
+    }
+
+    /// Close after [`Step::Closed`]: both FINs were passed on, and what the sockets still hold
+    /// is delivered by the kernel after the close (no RST).
+    pub fn finish(self) {
+        for sock in [&self.client, &self.server] {
+            let _ = setsockopt(
+                sock,
+                sockopt::Linger,
+                &nix::libc::linger {
+                    l_onoff: 0,
+                    l_linger: 0,
+                },
+            );
         }
     }
 
@@ -331,6 +351,7 @@ mod tests {
         let mut moved = Moved::default();
         let end = pump_until(&mut conn, &mut moved, |s| s != Step::Open);
         assert_eq!(end, Step::Closed);
+        conn.finish();
         assert_eq!(reader.join().unwrap(), data);
         assert_eq!(writer.join().unwrap(), b"thanks");
         assert_eq!(
@@ -392,6 +413,32 @@ mod tests {
         let mut buf = [0u8; 16];
         let e = c.read(&mut buf).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::ConnectionReset, "{e}");
+    }
+
+    #[test]
+    fn an_open_connection_dropped_as_by_a_dying_daemon_resets_both_ends() {
+        let (mut c, mut conn, mut s) = relay(65_536);
+        c.write_all(b"partial").unwrap();
+        let mut moved = Moved::default();
+        for _ in 0..2000 {
+            conn.pump(1, &mut moved);
+            if moved.up == 7 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(moved.up, 7);
+        drop(conn);
+        let mut buf = [0u8; 16];
+        assert_eq!(
+            c.read(&mut buf).unwrap_err().kind(),
+            io::ErrorKind::ConnectionReset
+        );
+        assert_eq!(s.read(&mut buf).unwrap(), 7);
+        assert_eq!(
+            s.read(&mut buf).unwrap_err().kind(),
+            io::ErrorKind::ConnectionReset
+        );
     }
 
     #[test]
