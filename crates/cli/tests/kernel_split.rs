@@ -11,8 +11,6 @@
 //! reaping, SIGTERM and `kill -9` + `--cleanup` leaving no nftables table and no rule, and a
 //! `kill -9` mid-transfer ending the client's connection with a reset.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
