@@ -481,20 +481,67 @@ fn resets_cross_a_fin_half_closes_and_a_refused_server_is_a_reset_after_the_hand
 }
 
 #[test]
-fn beyond_max_connections_a_connection_is_reset_and_idle_ones_are_reaped() {
+fn each_leg_has_its_congestion_control_beyond_max_connections_a_connection_is_reset_and_idle_ones_are_reaped(
+) {
     if !can_run() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut net = Net::up("l");
     net.start_servers();
-    let cfg = net.config("max_connections = 3\nidle_timeout = \"2s\"\n");
+    // The client arrives from vgc; the satellite side is vgs (the second interface).
+    let cfg = net.config(
+        "max_connections = 3\nidle_timeout = \"2s\"\n\
+         congestion_control = { satellite = \"reno\", terrestrial = \"cubic\" }\n",
+    );
     let mut gw = net.start_gateway(&cfg);
 
-    let out = net.probe(
-        "limit",
-        PROBE_PORT,
-        &["--hold-port", PROBE_PORT, "--count", "3"],
+    let (out, legs) = std::thread::scope(|scope| {
+        let probe = scope.spawn(|| {
+            net.probe(
+                "limit",
+                PROBE_PORT,
+                &["--hold-port", PROBE_PORT, "--count", "3"],
+            )
+        });
+        // While the three are held: each leg's congestion control, as `ss -i` reports it.
+        let ss = |filter: &str| {
+            let out = net
+                .exec(&net.g, &["ss", "-Htni", "state", "established", filter])
+                .output()
+                .expect("ss runs");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut legs = (String::new(), String::new());
+        while Instant::now() < deadline {
+            legs = (
+                ss(&format!("( sport = :{PROBE_PORT} )")),
+                ss(&format!("( dport = :{PROBE_PORT} )")),
+            );
+            if legs.0.matches(" cubic ").count() == 3 && legs.1.matches(" reno ").count() == 3 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        (probe.join().expect("probe"), legs)
+    });
+    // Client legs (local port = the server's): terrestrial; server legs: satellite.
+    assert_eq!(
+        (
+            legs.0.matches(" cubic ").count(),
+            legs.0.matches(" reno ").count()
+        ),
+        (3, 0),
+        "{legs:?}"
+    );
+    assert_eq!(
+        (
+            legs.1.matches(" reno ").count(),
+            legs.1.matches(" cubic ").count()
+        ),
+        (3, 0),
+        "{legs:?}"
     );
     assert_eq!(out[0]["held"], 3, "{out:?}");
     assert_eq!(
