@@ -6,6 +6,8 @@
 //! daemon reads it there, so it knows the arrival port, and writes what the mechanism sends
 //! back into a TUN device: the kernel then routes it by the main table, since no rule matches
 //! packets arriving on the TUN devices. No nftables, no ipip module: plain `ip rule`/`ip route`.
+//! The kernel split engine ([`crate::kernel`]) is the exception: no TUN device, one nftables
+//! table named after the instance ([`RoutingPlan::nft_script`]) and one fwmark rule.
 //!
 //! Everything the daemon adds is named by its numbers (rule preferences and tables), so
 //! removal is idempotent and also cleans up after a `kill -9`: [`RoutingPlan::remove_script`]

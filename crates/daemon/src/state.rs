@@ -1,7 +1,8 @@
 //! The state file: what a running daemon changed that outlives it, written *before* the change,
 //! so that the next start (or `--cleanup`) can undo it after a `kill -9` or a power cut.
 //!
-//! Rules and tables need no record (they are found by their numbers, [`crate::routing`]); TUN
+//! Rules and tables need no record (they are found by their numbers, [`crate::routing`], and
+//! the kernel split engine's nftables table by the instance's name); TUN
 //! devices vanish with the process. What remains is the machine-wide sysctls the daemon had to
 //! change (`ip_forward`, a strict `all.rp_filter`), with their old values, and the daemon's pid,
 //! so that a second instance with the same name is refused instead of tearing the first down.
