@@ -499,7 +499,7 @@ mod tests {
         opts.extend_from_slice(&[2, 4]);
         opts.extend_from_slice(&mss.to_be_bytes());
         opts.extend_from_slice(&[3, 3, 7]);
-        while opts.len() % 4 != 0 {
+        while !opts.len().is_multiple_of(4) {
             opts.push(0);
         }
         let tcp_len = 20 + opts.len();
