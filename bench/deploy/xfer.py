@@ -30,6 +30,17 @@
       Sends N compacted ACKs in AH-framed IP-in-IP (crate::auth's layout) from A to H whose
       integrity check values are random: forgeries a keyed expander must count and drop.
 
+  xfer.py capture-ah --iface IF --src A --count N --seconds S --out FILE
+      Records up to N AH packets from A leaving IF (the emulator's TUN device), one hex line
+      each: genuine tunnel packets, to be replayed.
+
+  xfer.py replay --file FILE
+      Sends the recorded packets again, byte for byte, through a raw socket: replays a keyed
+      tunnel endpoint must count and drop.
+
+`get` and `many` take `--rcvbuf BYTES` (the client socket's SO_RCVBUF, set before connect):
+a receiver with a small window, as paper 004's.
+
 The stream: 64 KiB chunks; chunk i is the 8-byte big-endian i followed by the first
 65 528 bytes of a fixed block drawn from random.Random(2026). Every byte depends on its
 position modulo 64 KiB and every chunk on its index, so a lost, duplicated or misplaced
@@ -121,12 +132,15 @@ class Server(socketserver.ThreadingTCPServer):
         super().server_bind()
 
 
-def get(host, port, size, timeout, cc=None):
+def get(host, port, size, timeout, cc=None, rcvbuf=None):
     """One transfer; returns a dict (see the module doc)."""
     r = {"size": size, "ok": False}
     t0 = time.monotonic()
     try:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf:
+            # Before connect: the window scale offered in the SYN follows this buffer.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         if cc:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
         sock.settimeout(timeout)
@@ -173,11 +187,11 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def many(host, port, size, count, concurrency, timeout):
+def many(host, port, size, count, concurrency, timeout, rcvbuf=None):
     expected = expected_sha256(size)
     t0 = time.monotonic()
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        results = list(pool.map(lambda _: get(host, port, size, timeout), range(count)))
+        results = list(pool.map(lambda _: get(host, port, size, timeout, rcvbuf=rcvbuf), range(count)))
     wall = time.monotonic() - t0
     errors = [r for r in results if "error" in r or r.get("received") != size]
     mismatches = [
@@ -289,6 +303,42 @@ def forge_ah(src, dst, count):
     print(json.dumps({"sent": count}))
 
 
+def capture_ah(iface, src, count, seconds, out):
+    """Record up to `count` AH packets (IP protocol 51) from `src` that leave `iface` (a TUN
+    device: raw IPv4, no link header), one hex line each, for at most `seconds`."""
+    # ETH_P_ALL: bound to ETH_P_IP, a TUN device's outgoing packets were not seen here.
+    sock = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(0x0003))
+    sock.bind((iface, 0))
+    sock.settimeout(0.2)
+    s4 = socket.inet_aton(src)
+    got = []
+    end = time.monotonic() + seconds
+    while len(got) < count and time.monotonic() < end:
+        try:
+            pkt, addr = sock.recvfrom(65535)
+        except socket.timeout:
+            continue
+        outgoing = addr[2] == socket.PACKET_OUTGOING
+        if outgoing and len(pkt) >= 20 and pkt[9] == 51 and pkt[12:16] == s4:
+            got.append(pkt)
+    with open(out, "w") as f:
+        for pkt in got:
+            f.write(pkt.hex() + "\n")
+    print(json.dumps({"captured": len(got)}))
+
+
+def replay(path):
+    """Send again, byte for byte, every packet `capture-ah` recorded in `path`."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    sent = 0
+    with open(path) as f:
+        for line in f:
+            pkt = bytes.fromhex(line.strip())
+            sock.sendto(pkt, (socket.inet_ntoa(pkt[16:20]), 0))
+            sent += 1
+    print(json.dumps({"sent": sent}))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -304,6 +354,7 @@ def main():
         c.add_argument("--port", type=int, default=5001)
         c.add_argument("--size", type=int, required=True)
         c.add_argument("--timeout", type=float, default=600.0, help="per socket operation (s)")
+        c.add_argument("--rcvbuf", type=int, help="SO_RCVBUF of the client's socket (bytes)")
         if name == "many":
             c.add_argument("--count", type=int, required=True)
             c.add_argument("--concurrency", type=int, default=1)
@@ -323,8 +374,20 @@ def main():
     g.add_argument("--src", required=True)
     g.add_argument("--host", required=True)
     g.add_argument("--count", type=int, required=True)
+    c = sub.add_parser("capture-ah")
+    c.add_argument("--iface", required=True)
+    c.add_argument("--src", required=True)
+    c.add_argument("--count", type=int, required=True)
+    c.add_argument("--seconds", type=float, required=True)
+    c.add_argument("--out", required=True)
+    r = sub.add_parser("replay")
+    r.add_argument("--file", required=True)
     a = ap.parse_args()
-    if a.cmd == "forge-ah":
+    if a.cmd == "capture-ah":
+        capture_ah(a.iface, a.src, a.count, a.seconds, a.out)
+    elif a.cmd == "replay":
+        replay(a.file)
+    elif a.cmd == "forge-ah":
         forge_ah(a.src, a.host, a.count)
     elif a.cmd == "hold-serve":
         hold_serve(a.port)
@@ -337,11 +400,11 @@ def main():
             print(f"serving on {a.bind}:{a.port}", flush=True)
             srv.serve_forever()
     elif a.cmd == "get":
-        r = get(a.host, a.port, a.size, a.timeout)
+        r = get(a.host, a.port, a.size, a.timeout, rcvbuf=a.rcvbuf)
         print(json.dumps(r))
         sys.exit(0 if r["ok"] else 1)
     else:
-        r = many(a.host, a.port, a.size, a.count, a.concurrency, a.timeout)
+        r = many(a.host, a.port, a.size, a.count, a.concurrency, a.timeout, rcvbuf=a.rcvbuf)
         print(json.dumps(r))
         sys.exit(0 if r["failures"] == 0 and r["mismatches"] == 0 else 1)
 

@@ -84,8 +84,8 @@ pub struct FlowTableStats {
     /// Flows forgotten by idle expiry.
     pub idle_expired: u64,
     /// Entries visited by [`FlowTable::pop_due`] and [`FlowTable::expire_idle`] (the due and
-    /// expired ones, plus one look at the index head per call): the work timeouts cost, which
-    /// tests bound.
+    /// expired ones, plus one look at the index head per call) and by [`FlowTable::retain`]
+    /// (every entry): the work timeouts and scans cost, which tests bound.
     pub visited: u64,
 }
 
@@ -264,6 +264,7 @@ impl<S> FlowTable<S> {
     /// Keep only the flows for which `keep` is true. O(n): for a mechanism's own eviction policy
     /// when the table is full (e.g. "forget flows with nothing queued"), never per packet.
     pub fn retain(&mut self, mut keep: impl FnMut(&FlowKey, &mut S) -> bool) {
+        self.stats.visited += self.entries.len() as u64;
         let gone: Vec<FlowId> = self
             .entries
             .iter_mut()

@@ -200,7 +200,7 @@ impl Middlebox {
                 window_probes, over_limit, buffer_full_drops),
             Self::IpipTunnel(m) => counters!(m.stats();
                 encapsulated, decapsulated, not_from_peer, malformed_outer, inner_malformed,
-                too_long),
+                too_long, mss_clamped),
             Self::AckExpander(m) => counters!(m.stats();
                 decapsulated, compacted, regenerated, unknown_source, malformed, spaced_normal,
                 clipped, spacing_flows_refused, spacing_queue_drops),
@@ -487,10 +487,11 @@ mod tests {
         );
         m.handle_packet(Instant::ZERO, PortId(0), Packet::new(&h, 0));
         let c = m.counters();
-        assert_eq!(c.len(), 6 + 5);
+        assert_eq!(c.len(), 7 + 5);
         assert_eq!(c[0], ("0.ipip_tunnel.encapsulated".to_owned(), 0));
         assert_eq!(c[2], ("0.ipip_tunnel.not_from_peer".to_owned(), 1));
-        assert_eq!(c[8], ("1.dupack_delay.dropped".to_owned(), 0));
+        assert_eq!(c[6], ("0.ipip_tunnel.mss_clamped".to_owned(), 0));
+        assert_eq!(c[9], ("1.dupack_delay.dropped".to_owned(), 0));
         assert_eq!(m.kind(), "chain");
         assert!(build("kind = \"pass_through\"").counters().is_empty());
     }

@@ -34,7 +34,7 @@ use crate::auth::{
     AuthError, AuthStats, Opener, Sealer, TunnelKey, AH_LEN, FIRST_EPOCH, IPPROTO_AH,
 };
 use crate::node::MAX_HEADER;
-use crate::wire::{checksum, ipip, IPPROTO_IPIP, IPPROTO_TCP};
+use crate::wire::{checksum, ipip, TcpFlags, TcpIpv4View, IPPROTO_IPIP, IPPROTO_TCP};
 use crate::{Instant, Node, Packet, PortId, Transmit};
 
 /// Settings (`middlebox = { kind = "ipip_tunnel", … }`).
@@ -60,6 +60,14 @@ pub struct TunnelConfig {
     /// bytes; both ends the same): see the module doc. Default: none (plain IP-in-IP).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<TunnelKey>,
+    /// The MTU of the path tunnel packets take (e.g. 1500). With it, the MSS option of every
+    /// SYN and SYN-ACK this endpoint handles for the selected ports (encapsulated, opened or
+    /// passing) is lowered to what fits once encapsulated: MTU − 20 (outer header) − 28 (AH,
+    /// when keyed) − 40. Without it, a full-sized segment grows past the MTU when encapsulated
+    /// and, sent with DF as RFC 2003 §3.1 asks, is lost on a real path. Default: none (the
+    /// simulator's links have no MTU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u16>,
 }
 
 impl TunnelConfig {
@@ -71,7 +79,25 @@ impl TunnelConfig {
         if self.peers.contains(&self.local) {
             return Err("peers: must not list `local`".into());
         }
+        if let Some(mtu) = self.mtu {
+            let least = 576 + self.overhead();
+            if mtu < least {
+                return Err(format!(
+                    "mtu: {mtu} leaves no room for a 536-byte segment once encapsulated (at least {least})"
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// Bytes encapsulation adds: the outer header, and the AH when keyed.
+    pub fn overhead(&self) -> u16 {
+        (OUTER + if self.key.is_some() { AH_LEN } else { 0 }) as u16
+    }
+
+    /// The largest MSS a SYN may announce for segments to fit the `mtu` once encapsulated.
+    pub fn mss_clamp(&self) -> Option<u16> {
+        self.mtu.map(|m| m.saturating_sub(self.overhead() + 40))
     }
 
     /// Whether tunnel packets from outer source `src` may be opened.
@@ -98,6 +124,8 @@ pub struct TunnelStats {
     pub inner_malformed: u64,
     /// Packets too long to encapsulate (header room, with the AH when keyed), passed unchanged.
     pub too_long: u64,
+    /// SYN and SYN-ACK segments whose MSS option was lowered to fit the `mtu`.
+    pub mss_clamped: u64,
 }
 
 /// The tunnel endpoint.
@@ -176,9 +204,11 @@ impl Tunnel {
         if self.config.arrival_port.is_some_and(|p| p != port.0) {
             return false;
         }
-        if self.config.ports.is_empty() {
-            return true;
-        }
+        self.config.ports.is_empty() || self.port_listed(h)
+    }
+
+    /// A TCP packet with its source or destination port in `ports`.
+    fn port_listed(&self, h: &[u8]) -> bool {
         let ihl = usize::from(h[0] & 0x0f) * 4;
         if h[9] != IPPROTO_TCP || h.len() < ihl + 4 {
             return false;
@@ -186,6 +216,28 @@ impl Tunnel {
         let sport = u16::from_be_bytes([h[ihl], h[ihl + 1]]);
         let dport = u16::from_be_bytes([h[ihl + 2], h[ihl + 3]]);
         self.config.ports.contains(&sport) || self.config.ports.contains(&dport)
+    }
+
+    /// With an `mtu`: lower the MSS of a SYN or SYN-ACK of the selected ports (any arrival
+    /// port: the answer to a tunnelled SYN may come back by another path, and its MSS sizes
+    /// what the other end sends into the tunnel).
+    fn clamp_mss(&mut self, pkt: &mut Packet) {
+        let Some(max) = self.config.mss_clamp() else {
+            return;
+        };
+        let h = pkt.header();
+        if h.len() < 20
+            || h[9] != IPPROTO_TCP
+            || !(self.config.ports.is_empty() || self.port_listed(h))
+        {
+            return;
+        }
+        let Ok(mut view) = TcpIpv4View::new_checked(pkt.header_mut()) else {
+            return;
+        };
+        if view.flags().0 & TcpFlags::SYN.0 != 0 && view.clamp_mss(max) {
+            self.stats.mss_clamped += 1;
+        }
     }
 }
 
@@ -214,8 +266,9 @@ impl Tunnel {
         };
         auth.stats.verified += 1;
         match decapsulate(opened, config) {
-            Ok(inner) => {
+            Ok(mut inner) => {
                 self.stats.decapsulated += 1;
+                self.clamp_mss(&mut inner);
                 self.out.push_back(inner);
             }
             Err(Refused::MalformedOuter) => self.stats.malformed_outer += 1,
@@ -342,8 +395,9 @@ impl Node for Tunnel {
         }
         if dst == self.config.local && h[9] == IPPROTO_IPIP {
             match decapsulate(pkt, &self.config) {
-                Ok(inner) => {
+                Ok(mut inner) => {
                     self.stats.decapsulated += 1;
+                    self.clamp_mss(&mut inner);
                     self.out.push_back(inner);
                 }
                 Err(Refused::MalformedOuter) => self.stats.malformed_outer += 1,
@@ -352,6 +406,9 @@ impl Node for Tunnel {
             }
             return;
         }
+        let mut pkt = pkt;
+        self.clamp_mss(&mut pkt);
+        let h = pkt.header();
         if self.selected(port, h) {
             if self.auth.is_some() {
                 self.seal(pkt);
@@ -411,6 +468,7 @@ pub mod fuzzing {
             ports: vec![],
             peers: vec![Ipv4Addr::new(10, 0, 9, 1)],
             key: None,
+            mtu: None,
         })
     }
 
@@ -578,6 +636,97 @@ mod tests {
         std::iter::from_fn(|| t.poll_transmit(Instant::ZERO).map(|x| x.pkt)).collect()
     }
 
+    /// A SYN (or SYN-ACK) `sport` > `dport` announcing MSS 1460.
+    fn syn(sport: u16, dport: u16, syn_ack: bool) -> Packet {
+        let ip = Ipv4Repr::tcp(Ipv4Addr::new(10, 0, 3, 1), Ipv4Addr::new(10, 0, 0, 1), 3);
+        let seg = TcpRepr {
+            src_port: sport,
+            dst_port: dport,
+            flags: TcpFlags::SYN,
+            ack: syn_ack.then_some(crate::wire::SeqNumber(1)),
+            mss: Some(1460),
+            window_scale: Some(7),
+            ..TcpRepr::default()
+        };
+        Packet::build(0, |b| emit_ipv4_tcp(&ip, &seg, b))
+    }
+
+    fn mss_of(pkt: &Packet) -> Option<u16> {
+        TcpIpv4View::new_checked(pkt.header()).ok()?.mss_option()
+    }
+
+    /// With `mtu = 1500`: a SYN to a selected port leaves in the tunnel announcing 1500 − 20 −
+    /// 28 − 40 = 1412 (keyed), the SYN-ACK coming back by another path (not encapsulated)
+    /// too, and the far end opens a valid segment; other ports and data are untouched, and
+    /// without `mtu` nothing is clamped. Unkeyed the clamp is 1440.
+    #[test]
+    fn an_mtu_clamps_the_mss_of_selected_handshakes_to_what_fits_encapsulated() {
+        let (x, y) = (Ipv4Addr::new(10, 0, 2, 1), Ipv4Addr::new(10, 0, 5, 1));
+        let key = TunnelKey::from_bytes(&[7; 16]).ok();
+        let cfg = |local, remote, mtu| TunnelConfig {
+            local,
+            remote,
+            arrival_port: Some(1),
+            ports: vec![5001],
+            peers: vec![],
+            key: key.clone(),
+            mtu,
+        };
+        let mut a = Tunnel::new(cfg(x, y, Some(1500)));
+        let mut b = Tunnel::new(cfg(y, x, Some(1500)));
+        a.handle_packet(Instant::ZERO, PortId(1), syn(40000, 5001, false));
+        a.handle_packet(Instant::ZERO, PortId(0), syn(5001, 40000, true));
+        a.handle_packet(Instant::ZERO, PortId(1), syn(40000, 80, false));
+        a.handle_packet(Instant::ZERO, PortId(1), tcp_packet(40000, 5001, 1460));
+        let out = drain(&mut a);
+        assert_eq!(out.len(), 4);
+        assert_eq!(out[0].header()[9], IPPROTO_AH, "the SYN is tunnelled");
+        assert_eq!(mss_of(&out[1]), Some(1412), "SYN-ACK from another path");
+        assert_eq!(mss_of(&out[2]), Some(1460), "port 80 is not the tunnel's");
+        assert_eq!(a.stats().mss_clamped, 2);
+        b.handle_packet(Instant::ZERO, PortId(0), out[0].clone());
+        let inner = drain(&mut b);
+        assert_eq!(inner.len(), 1);
+        assert_eq!(mss_of(&inner[0]), Some(1412));
+        assert!(
+            parse_ipv4_tcp(inner[0].header(), 0).is_ok(),
+            "checksums valid"
+        );
+        assert_eq!(b.stats().mss_clamped, 0, "already clamped");
+        // A full segment of the clamped size fits 1500 bytes once sealed.
+        assert_eq!(1412 + 40 + 20 + AH_LEN as u16, 1500);
+
+        let mut plain = cfg(x, y, Some(1500));
+        plain.key = None;
+        assert_eq!(plain.mss_clamp(), Some(1440));
+        let mut c = Tunnel::new(plain.clone());
+        c.handle_packet(Instant::ZERO, PortId(0), syn(5001, 40000, true));
+        assert_eq!(mss_of(&drain(&mut c)[0]), Some(1440));
+        plain.mtu = None;
+        let mut d = Tunnel::new(plain);
+        d.handle_packet(Instant::ZERO, PortId(0), syn(5001, 40000, true));
+        assert_eq!(mss_of(&drain(&mut d)[0]), Some(1460));
+        assert_eq!(d.stats().mss_clamped, 0);
+    }
+
+    #[test]
+    fn an_mtu_too_small_for_a_minimum_segment_is_refused() {
+        let mut c = TunnelConfig {
+            local: Ipv4Addr::new(1, 1, 1, 1),
+            remote: Ipv4Addr::new(2, 2, 2, 2),
+            arrival_port: None,
+            ports: vec![],
+            peers: vec![],
+            key: None,
+            mtu: Some(595),
+        };
+        assert!(c.validate().is_err_and(|e| e.starts_with("mtu: 595")));
+        c.mtu = Some(596);
+        assert_eq!(c.validate(), Ok(()));
+        c.key = TunnelKey::from_bytes(&[1; 16]).ok();
+        assert!(c.validate().is_err(), "the AH needs 28 more");
+    }
+
     #[test]
     fn selected_packets_cross_the_tunnel_byte_for_byte_and_others_pass() {
         let term = Ipv4Addr::new(10, 0, 2, 1);
@@ -589,6 +738,7 @@ mod tests {
             ports: vec![80],
             peers: vec![],
             key: None,
+            mtu: None,
         });
         let mut b = Tunnel::new(TunnelConfig {
             local: isp,
@@ -597,6 +747,7 @@ mod tests {
             ports: vec![23],
             peers: vec![],
             key: None,
+            mtu: None,
         });
         let web = tcp_packet(40000, 80, 0);
         let telnet = tcp_packet(40001, 23, 0);
@@ -638,6 +789,7 @@ mod tests {
             ports: vec![],
             peers: vec![],
             key: None,
+            mtu: None,
         });
         let mut b = Tunnel::new(TunnelConfig {
             local: y,
@@ -646,6 +798,7 @@ mod tests {
             ports: vec![],
             peers: vec![],
             key: None,
+            mtu: None,
         });
         let p = tcp_packet(5, 6, 1460);
         a.handle_packet(Instant::ZERO, PortId(0), p.clone());
@@ -670,6 +823,7 @@ mod tests {
             ports: vec![],
             peers: vec![],
             key: None,
+            mtu: None,
         };
         let (mut a, mut b) = (Tunnel::new(cfg(x, y)), Tunnel::new(cfg(y, x)));
         let seg = TcpRepr {
@@ -721,6 +875,7 @@ mod tests {
             ports: vec![],
             peers: vec![],
             key: None,
+            mtu: None,
         })
     }
 
@@ -741,6 +896,7 @@ mod tests {
             ports: vec![],
             peers: vec![extra],
             key: None,
+            mtu: None,
         });
         let spoofed = tcp_packet(80, 40000, 100);
         for i in 0..37u8 {
@@ -887,6 +1043,7 @@ mod tests {
             ports: vec![],
             peers: vec![Ipv4Addr::new(3, 3, 3, 3)],
             key: None,
+            mtu: None,
         };
         assert_eq!(c.validate(), Ok(()));
         c.peers.push(x);

@@ -103,3 +103,96 @@ fn no_middlebox_no_section() {
     let json = std::fs::read_to_string(path).expect("text");
     assert!(!json.contains("middleboxes"), "{json}");
 }
+
+const KEY: &str = "hex:5a7e11a17e5a7e11a17e5a7e11a17e5a";
+const WRONG: &str = "hex:5a7e11a17e5a7e11a17e5a7e11a17e5b";
+
+/// `forged(outer_src, ident)` with an Authentication Header sealed under `key`.
+fn sealed(sealer: &mut satpep_proto::auth::Sealer, outer_src: Ipv4Addr, ident: u16) -> Packet {
+    sealer
+        .seal(forged(outer_src, ident))
+        .expect("an IP-in-IP packet seals")
+}
+
+/// The Arora scenario with both tunnel ends keyed: forged packets from the gateway's own
+/// address (the one thing an address check cannot stop) sealed with a wrong key, unsealed
+/// ones, and a genuine packet replayed are all refused, each in its own counter of
+/// summary.json; only the genuine packet, once, reaches the client.
+#[test]
+fn wrong_key_unsealed_and_replayed_tunnel_packets_open_nothing_and_show_in_summary_json() {
+    let text = include_str!("../../../scenarios/arora/arora_paths.toml").replace(
+        "kind = \"ipip_tunnel\", local = \"10.0.",
+        &format!("kind = \"ipip_tunnel\", key = \"{KEY}\", local = \"10.0."),
+    );
+    assert_eq!(text.matches(KEY).count(), 2, "both tunnel ends keyed");
+    let loaded = satpep_scenario::load_str(&text, "arora_keyed.toml", &[]).expect("loads");
+    let sc = &loaded.scenario;
+    let node = |name: &str| sc.nodes.iter().position(|n| n.name == name).expect("node");
+    let (server, client) = (node("server"), node("client"));
+    let mut sim = Simulation::emulated(sc);
+    let key = |k: &str| {
+        satpep_proto::auth::TunnelKey::from_bytes(
+            &(0..16)
+                .map(|i| u8::from_str_radix(&k[4 + 2 * i..6 + 2 * i], 16).expect("hex"))
+                .collect::<Vec<u8>>(),
+        )
+        .expect("16 bytes")
+    };
+    let mut wrong = satpep_proto::auth::Sealer::new(&key(WRONG), 1000);
+    let mut right = satpep_proto::auth::Sealer::new(&key(KEY), 1000);
+
+    const FORGED: u16 = 23;
+    const UNSEALED: u16 = 11;
+    for i in 0..FORGED {
+        sim.inject(server, sealed(&mut wrong, GW, i));
+    }
+    for i in 0..UNSEALED {
+        sim.inject(server, forged(GW, 100 + i));
+    }
+    // Sealed with the right key but from a stranger's address: refused before the ICV.
+    sim.inject(server, sealed(&mut right, SERVER, 200));
+    sim.run_until(Instant::ZERO + Duration::from_secs(30));
+    assert!(
+        sim.poll_received(client).is_none(),
+        "a forged packet got through"
+    );
+
+    // The genuine packet, then the same bytes again (a replay).
+    let genuine = sealed(&mut right, GW, 300);
+    sim.inject(server, genuine.clone());
+    sim.run_until(Instant::ZERO + Duration::from_secs(40));
+    sim.inject(server, genuine);
+    sim.run_until(Instant::ZERO + Duration::from_secs(60));
+    let got = sim
+        .poll_received(client)
+        .expect("the genuine packet is opened");
+    assert_eq!(&got.header()[12..20], &[10, 0, 0, 1, 10, 0, 3, 1]);
+    assert_eq!(&got.header()[4..6], &300u16.to_be_bytes(), "inner IP id");
+    assert!(
+        sim.poll_received(client).is_none(),
+        "the replay got through"
+    );
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = sim.summary().write_json(dir.path()).expect("written");
+    let summary = Summary::read_json(&path).expect("reads");
+    let term = summary
+        .middleboxes
+        .iter()
+        .find(|m| m.node == "term")
+        .expect("term's tunnel in summary.json");
+    let c = |k: &str| term.counters.get(k).copied().unwrap_or(u64::MAX);
+    assert_eq!(
+        (
+            c("bad_mac"),
+            c("unauthenticated"),
+            c("not_from_peer"),
+            c("replayed"),
+            c("verified"),
+            c("decapsulated"),
+        ),
+        (u64::from(FORGED), u64::from(UNSEALED), 1, 1, 1, 1),
+        "{:?}",
+        term.counters
+    );
+}

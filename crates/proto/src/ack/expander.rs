@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use super::spacing::Spacer;
 use super::trailer::{self, Trailer, TunnelError};
 use crate::auth::{AuthError, AuthStats, Opener, TunnelKey, IPPROTO_AH};
-use crate::flow::{FlowId, FlowKey, FlowTable};
+use crate::flow::{FlowId, FlowKey, FlowTable, FlowTableStats};
 use crate::node::{Node, Packet, PortId, Transmit};
 use crate::time::Instant;
 use crate::wire::{parse_ipv4_tcp, SeqNumber, TcpFlags, TcpIpv4View};
@@ -222,12 +222,31 @@ enum Spacing {
         limit: usize,
         /// One spacer per ACK flow; its deadline is the spacer's timer.
         flows: FlowTable<Spacer>,
+        /// Spacers holding ACKs: when all of a full table's are, a new flow is refused without
+        /// a scan for idle ones.
+        busy: usize,
         /// Spacers that can release an ACK now, in the order ACKs leave when several can:
         /// (source, destination, source port, destination port).
         ready: BTreeSet<(ReleaseOrder, FlowId)>,
         /// Flows due in the current `handle_timeout` (kept to reuse its allocation).
         due: Vec<FlowId>,
     },
+}
+
+/// A spacer's state before a change, for [`Spacing::reindex`].
+#[derive(Clone, Copy)]
+struct Was {
+    ready: bool,
+    empty: bool,
+}
+
+impl Was {
+    fn of(s: &Spacer) -> Self {
+        Self {
+            ready: s.is_ready(),
+            empty: s.is_empty(),
+        }
+    }
 }
 
 /// IPv4 addresses, then TCP ports, of an ACK: the order spacers release in when several can.
@@ -254,7 +273,11 @@ impl Spacing {
     /// and all [`MAX_SPACED_FLOWS`] spacers hold ACKs.
     fn admit(&mut self, now: Instant, key: FlowKey) -> bool {
         let Self::PerFlow {
-            n, limit, flows, ..
+            n,
+            limit,
+            flows,
+            busy,
+            ..
         } = self
         else {
             return true;
@@ -262,8 +285,9 @@ impl Spacing {
         if flows.id(&key).is_some() {
             return true;
         }
-        if flows.is_full() {
-            // Forget idle spacers (nothing queued: no timer, not ready).
+        if flows.is_full() && *busy < flows.len() {
+            // Forget every idle spacer (nothing queued: no timer, not ready) at once: each scan
+            // frees at least one, so its cost is paid by the insertions that filled the table.
             flows.retain(|_, s| !s.is_empty());
         }
         let spacer = Spacer::new(*n).with_queue_limit(*limit);
@@ -275,24 +299,34 @@ impl Spacing {
     fn with_spacer<T>(&mut self, key: FlowKey, f: impl FnOnce(&mut Spacer) -> T) -> Option<T> {
         match self {
             Self::Shared(s) => Some(f(s)),
-            Self::PerFlow { flows, ready, .. } => {
+            Self::PerFlow {
+                flows, ready, busy, ..
+            } => {
                 let id = flows.id(&key)?;
-                let was_ready = flows[id].is_ready();
+                let was = Was::of(&flows[id]);
                 let out = f(&mut flows[id]);
-                Self::reindex(flows, ready, id, was_ready);
+                Self::reindex(flows, ready, busy, id, was);
                 Some(out)
             }
         }
     }
 
-    /// After spacer `id` changed: its deadline and its place among the ready ones.
+    /// After spacer `id` changed: its deadline, its place among the ready ones and the count
+    /// of busy spacers.
     fn reindex(
         flows: &mut FlowTable<Spacer>,
         ready: &mut BTreeSet<(ReleaseOrder, FlowId)>,
+        busy: &mut usize,
         id: FlowId,
-        was_ready: bool,
+        was: Was,
     ) {
+        let was_ready = was.ready;
         let (is_ready, at) = (flows[id].is_ready(), flows[id].poll_timeout());
+        match (was.empty, flows[id].is_empty()) {
+            (true, false) => *busy += 1,
+            (false, true) => *busy -= 1,
+            _ => {}
+        }
         flows.set_deadline(id, at);
         if was_ready != is_ready {
             if let Some(k) = flows.key(id) {
@@ -317,14 +351,18 @@ impl Spacing {
         match self {
             Self::Shared(s) => s.handle_timeout(now),
             Self::PerFlow {
-                flows, ready, due, ..
+                flows,
+                ready,
+                due,
+                busy,
+                ..
             } => {
                 // A spacer's timeout only adds tokens: the order among due spacers is invisible.
                 flows.take_due(now, due);
                 for &id in due.iter() {
-                    let was_ready = flows[id].is_ready();
+                    let was = Was::of(&flows[id]);
                     flows[id].handle_timeout(now);
-                    Self::reindex(flows, ready, id, was_ready);
+                    Self::reindex(flows, ready, busy, id, was);
                 }
                 due.clear();
             }
@@ -334,11 +372,14 @@ impl Spacing {
     fn poll_release(&mut self, now: Instant) -> Option<Packet> {
         match self {
             Self::Shared(s) => s.poll_release(now),
-            Self::PerFlow { flows, ready, .. } => {
+            Self::PerFlow {
+                flows, ready, busy, ..
+            } => {
                 // The first ready spacer in release order, as a scan over all of them found.
                 let &(_, id) = ready.first()?;
+                let was = Was::of(&flows[id]);
                 let pkt = flows[id].poll_release(now);
-                Self::reindex(flows, ready, id, true);
+                Self::reindex(flows, ready, busy, id, was);
                 pkt
             }
         }
@@ -364,6 +405,7 @@ impl AckExpander {
                     n: config.spacing_tokens,
                     limit: config.spacing_queue_limit,
                     flows: FlowTable::new(MAX_SPACED_FLOWS, None),
+                    busy: 0,
                     ready: BTreeSet::new(),
                     due: Vec::new(),
                 },
@@ -396,6 +438,15 @@ impl AckExpander {
     /// Spacers that exist now: 0 without spacing, 1 shared, or one per flow (≤ 4 096).
     pub fn spacers(&self) -> usize {
         self.spacing.as_ref().map_or(0, Spacing::spacers)
+    }
+
+    /// Work counters of the per-flow spacers' table (entries visited by timeouts and by
+    /// scans for idle spacers), when spacing is per flow.
+    pub fn spacing_table_stats(&self) -> Option<FlowTableStats> {
+        match &self.spacing {
+            Some(Spacing::PerFlow { flows, .. }) => Some(flows.stats()),
+            _ => None,
+        }
     }
 
     /// The spacer, when spacing is on with one queue for all flows.

@@ -830,6 +830,90 @@ fn per_flow_spacer_cap_holds_when_every_spacer_holds_acks() {
     assert!(first[100..].iter().all(|&p| p == 5000));
 }
 
+/// Work, not time (issue 13): with 4 096 per-flow spacers all holding ACKs, the first spacer
+/// timeout visits only what is due (plus a look at the next deadline), and 1 000 new flows
+/// arriving while every spacer is busy are refused without a scan. Once all have drained, the
+/// next new flow pays one scan of the table (4 096 entries) that forgets every idle spacer at
+/// once, and the flow after it none.
+#[test]
+fn per_flow_spacers_cost_work_in_what_is_due_not_in_how_many_exist() {
+    let mut x = AckExpander::new(&AckExpanderConfig {
+        compactors: vec![TUN_SRC],
+        spacing: true,
+        spacing_per_flow: true,
+        spacing_tokens: 1,
+        ..AckExpanderConfig::default()
+    });
+    let visited = |x: &AckExpander| x.spacing_table_stats().expect("per flow").visited;
+    let at =
+        |ms: u64, port: u16| Instant::ZERO + Duration::from_micros(ms * 1000 + u64::from(port));
+    // Two normal ACKs 10 ms apart (each leaves on its own token), then a compacted ACK standing
+    // for 4 more: one token, so 4 wait and the spacer's timer runs at 1 × 10 ms.
+    for (ms, ack) in [(0, 1000), (10, 2000)] {
+        for port in 0..4096u16 {
+            x.handle_packet(at(ms, port), PortId(1), ack_of(port, ack));
+            assert_eq!(drain_expander(&mut x, at(ms, port)).len(), 1);
+        }
+    }
+    for port in 0..4096u16 {
+        x.handle_packet(
+            at(20, port),
+            PortId(1),
+            compacted_of(port, 9000, 4, 4096, TUN_SRC),
+        );
+        assert_eq!(drain_expander(&mut x, at(20, port)).len(), 1);
+    }
+    assert_eq!((x.spacers(), x.spacing_queue_len()), (4096, 4 * 4096));
+    assert_eq!(visited(&x), 0, "arrivals visit nothing");
+    let first = x.poll_timeout().expect("a spacer is due");
+    assert_eq!(first, at(30, 0));
+    x.handle_timeout(first);
+    assert_eq!(drain_expander(&mut x, first).len(), 1, "one spacer due");
+    let due_work = visited(&x);
+    assert!(
+        due_work <= 3,
+        "{due_work} entries visited for one due spacer"
+    );
+
+    for port in 10_000..11_000u16 {
+        x.handle_packet(first, PortId(1), ack_of(port, 1000));
+    }
+    assert_eq!(x.stats().spacing_flows_refused, 1000);
+    assert_eq!(
+        visited(&x),
+        due_work,
+        "refused without a scan: every spacer is busy"
+    );
+    assert_eq!(
+        drain_expander(&mut x, first).len(),
+        1000,
+        "refused: forwarded unspaced"
+    );
+
+    let mut now = first;
+    let mut out = 0;
+    while let Some(t) = x.poll_timeout() {
+        now = t;
+        x.handle_timeout(now);
+        out += drain_expander(&mut x, now).len();
+    }
+    assert_eq!(
+        (out, x.spacing_queue_len(), x.spacers()),
+        (4 * 4096 - 1, 0, 4096)
+    );
+    let drained = visited(&x);
+    x.handle_packet(now, PortId(1), ack_of(20_000, 1000));
+    assert_eq!(
+        visited(&x) - drained,
+        4096,
+        "one scan forgot every idle spacer"
+    );
+    assert_eq!(x.spacers(), 1);
+    x.handle_packet(now, PortId(1), ack_of(20_001, 1000));
+    assert_eq!(visited(&x) - drained, 4096);
+    assert_eq!(x.stats().spacing_flows_refused, 1000);
+}
+
 /// One flow floods: its spacing queue never holds more than `spacing_queue_limit`; the oldest
 /// ACKs are the ones pushed out, so the newest cumulative ACK still leaves.
 #[test]

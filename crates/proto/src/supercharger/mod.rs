@@ -463,40 +463,9 @@ impl SuperCharger {
     }
 }
 
-/// Set the window-scale option of a SYN or SYN-ACK to `shift`, keeping both checksums valid.
+/// Set the window-scale option of a SYN or SYN-ACK to `shift`, keeping the checksum valid.
 fn rewrite_wscale(pkt: &mut Packet, shift: u8) -> bool {
-    let Ok(mut view) = TcpIpv4View::new_checked(pkt.header_mut()) else {
-        return false;
-    };
-    let start = 40;
-    let end = view.header_len();
-    let buf = view.buffer_mut();
-    let mut i = start;
-    while i < end {
-        match buf[i] {
-            0 => return false,
-            1 => i += 1,
-            kind => {
-                let Some(&len) = buf.get(i + 1) else {
-                    return false;
-                };
-                let len = usize::from(len);
-                if len < 2 || i + len > end {
-                    return false;
-                }
-                if kind == 3 && len == 3 {
-                    if buf[i + 2] == shift {
-                        return false;
-                    }
-                    buf[i + 2] = shift;
-                    view.fill_checksums();
-                    return true;
-                }
-                i += len;
-            }
-        }
-    }
-    false
+    TcpIpv4View::new_checked(pkt.header_mut()).is_ok_and(|mut v| v.set_wscale_option(shift))
 }
 
 impl Node for SuperCharger {

@@ -12,7 +12,9 @@ use std::net::Ipv4Addr;
 use std::ops::Range;
 
 use super::ipv4::{field as ip_field, FRAG_MASK, IPV4_HEADER_LEN};
-use super::tcp::{field as tcp_field, ACK_BIT, KIND_EOL, KIND_NOP, KIND_SACK, TCP_HEADER_LEN};
+use super::tcp::{
+    field as tcp_field, ACK_BIT, KIND_EOL, KIND_MSS, KIND_NOP, KIND_SACK, KIND_WS, TCP_HEADER_LEN,
+};
 use super::{checksum, SeqNumber, TcpFlags, WireError, IPPROTO_TCP};
 
 /// Offsets of a TCP field inside the whole IPv4 + TCP header (the TCP header starts at 20).
@@ -193,6 +195,38 @@ impl<T: AsRef<[u8]>> TcpIpv4View<T> {
         false
     }
 
+    /// Where the first TCP option of `kind` with exactly `len` bytes starts (offset in the whole
+    /// header), walking the option list; `None` when absent or when the list is malformed
+    /// before it.
+    pub fn find_option(&self, kind: u8, len: usize) -> Option<usize> {
+        let b = self.buffer.as_ref();
+        let end = self.header_len().min(b.len());
+        let mut i = IPV4_HEADER_LEN + tcp_field::OPTIONS;
+        while i < end {
+            match b[i] {
+                KIND_EOL => return None,
+                KIND_NOP => i += 1,
+                k => {
+                    let l = usize::from(*b.get(i + 1)?);
+                    if l < 2 || i + l > end {
+                        return None;
+                    }
+                    if k == kind && l == len {
+                        return Some(i);
+                    }
+                    i += l;
+                }
+            }
+        }
+        None
+    }
+
+    /// The MSS option's value (SYN segments carry it).
+    pub fn mss_option(&self) -> Option<u16> {
+        let at = self.find_option(KIND_MSS, 4)?;
+        Some(self.read_u16(at + 2..at + 4))
+    }
+
     /// A pure ACK: ACK set, no SYN, FIN or RST, and no payload. What ACK filtering may drop or
     /// rewrite (flags such as ECE or SACK options are the caller's to check).
     pub fn is_pure_ack(&self) -> bool {
@@ -256,6 +290,46 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpIpv4View<T> {
         self.write_u16(tcp(tcp_field::WINDOW), window);
         let check = checksum::update_u16(self.tcp_checksum(), old, window);
         self.write_u16(tcp(tcp_field::CHECKSUM), check);
+    }
+
+    /// Overwrite header bytes from offset `at` (inside the TCP header) with `new`, updating the
+    /// TCP checksum word by word (RFC 1624), so it stays valid whatever the payload holds and
+    /// wherever the bytes fall (an option may start at an odd offset).
+    pub fn patch_tcp_bytes(&mut self, at: usize, new: &[u8]) {
+        let (start, end) = (at & !1, (at + new.len() + 1) & !1);
+        let mut old = [0u8; 64];
+        old[..end - start].copy_from_slice(&self.buffer.as_ref()[start..end]);
+        self.buffer.as_mut()[at..at + new.len()].copy_from_slice(new);
+        let mut check = self.tcp_checksum();
+        for w in (start..end).step_by(2) {
+            let was = u16::from_be_bytes([old[w - start], old[w - start + 1]]);
+            check = checksum::update_u16(check, was, self.read_u16(w..w + 2));
+        }
+        self.write_u16(tcp(tcp_field::CHECKSUM), check);
+    }
+
+    /// Lower the MSS option of a SYN or SYN-ACK to `max` (what a tunnel's smaller MTU lets
+    /// through, as routers' "MSS clamping" does); true when it was above and was rewritten.
+    pub fn clamp_mss(&mut self, max: u16) -> bool {
+        let Some(at) = self.find_option(KIND_MSS, 4) else {
+            return false;
+        };
+        if self.read_u16(at + 2..at + 4) <= max {
+            return false;
+        }
+        self.patch_tcp_bytes(at + 2, &max.to_be_bytes());
+        true
+    }
+
+    /// Set the window-scale option's shift; true when there is one and it changed.
+    pub fn set_wscale_option(&mut self, shift: u8) -> bool {
+        match self.find_option(KIND_WS, 3) {
+            Some(at) if self.buffer.as_ref()[at + 2] != shift => {
+                self.patch_tcp_bytes(at + 2, &[shift]);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Recompute both checksums from scratch (after edits through [`Self::buffer_mut`]).
@@ -415,5 +489,105 @@ mod tests {
         let mut b = bytes;
         b[6] = 0x20;
         assert_eq!(check(&b), Err(WireError::Unsupported("IPv4 fragment")));
+    }
+
+    /// A SYN 10.0.0.1.40000 > 10.0.1.1.5001 with `nops` NOPs before an MSS option of `mss`
+    /// (so the value can sit at an odd offset), a window-scale option, padding, and `payload`
+    /// (a SYN with data), checksums computed over all of it.
+    fn syn_with_options(nops: usize, mss: u16, payload: &[u8]) -> (Vec<u8>, Vec<u8>) {
+        let mut opts = vec![1u8; nops];
+        opts.extend_from_slice(&[2, 4]);
+        opts.extend_from_slice(&mss.to_be_bytes());
+        opts.extend_from_slice(&[3, 3, 7]);
+        while !opts.len().is_multiple_of(4) {
+            opts.push(0);
+        }
+        let tcp_len = 20 + opts.len();
+        let total = (20 + tcp_len + payload.len()) as u16;
+        let mut h = vec![
+            0x45, 0, 0, 0, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 1, 1,
+        ];
+        h[2..4].copy_from_slice(&total.to_be_bytes());
+        h.extend_from_slice(&40000u16.to_be_bytes());
+        h.extend_from_slice(&5001u16.to_be_bytes());
+        h.extend_from_slice(&[
+            0,
+            0,
+            0,
+            9,
+            0,
+            0,
+            0,
+            0,
+            (tcp_len as u8 / 4) << 4,
+            0x02,
+            0xff,
+            0xff,
+        ]);
+        h.extend_from_slice(&[0, 0, 0, 0]);
+        h.extend_from_slice(&opts);
+        let ip = checksum::finish(checksum::sum(0, &h[..20]));
+        h[10..12].copy_from_slice(&ip.to_be_bytes());
+        let check = tcp_checksum_over(&h, payload);
+        h[36..38].copy_from_slice(&check.to_be_bytes());
+        (h, payload.to_vec())
+    }
+
+    /// The TCP checksum a receiver computes over header and payload (field taken as zero).
+    fn tcp_checksum_over(h: &[u8], payload: &[u8]) -> u16 {
+        let mut t = h[20..].to_vec();
+        t[16..18].fill(0);
+        t.extend_from_slice(payload);
+        let pseudo = checksum::pseudo_header_ipv4(
+            Ipv4Addr::new(h[12], h[13], h[14], h[15]),
+            Ipv4Addr::new(h[16], h[17], h[18], h[19]),
+            IPPROTO_TCP,
+            t.len() as u16,
+        );
+        let mut acc = pseudo;
+        acc = checksum::sum(acc, &t);
+        checksum::finish(acc)
+    }
+
+    #[test]
+    fn clamp_mss_rewrites_the_option_at_an_odd_offset_and_keeps_the_checksum() {
+        let (mut h, p) = syn_with_options(1, 1460, b"hello");
+        let mut v = TcpIpv4View::new_checked(&mut h[..]).expect("valid");
+        assert_eq!(v.mss_option(), Some(1460));
+        assert!(v.clamp_mss(1412));
+        assert!(!v.clamp_mss(1412), "already at the clamp");
+        assert!(!v.clamp_mss(1500), "never raised");
+        assert_eq!(v.mss_option(), Some(1412));
+        // NOP at 40, MSS kind at 41: the value is bytes 43..45, straddling two words.
+        assert_eq!(&h[41..45], &[2, 4, 0x05, 0x84]);
+        assert_eq!(
+            u16::from_be_bytes([h[36], h[37]]),
+            tcp_checksum_over(&h, &p)
+        );
+    }
+
+    proptest::proptest! {
+        /// Over any option alignment, MSS, clamp and payload: the MSS becomes min(mss, max),
+        /// only those two bytes change, and the checksum equals one computed from scratch.
+        #[test]
+        fn clamp_mss_keeps_the_checksum_valid(
+            nops in 0usize..4,
+            mss in 0u16..,
+            max in 0u16..,
+            payload in proptest::collection::vec(proptest::num::u8::ANY, 0..40),
+            shift in 0u8..15,
+        ) {
+            let (mut h, p) = syn_with_options(nops, mss, &payload);
+            let before = h.clone();
+            let mut v = TcpIpv4View::new_checked(&mut h[..]).expect("valid");
+            proptest::prop_assert_eq!(v.clamp_mss(max), mss > max);
+            proptest::prop_assert_eq!(v.mss_option(), Some(mss.min(max)));
+            proptest::prop_assert_eq!(v.set_wscale_option(shift), shift != 7);
+            let changed: Vec<usize> = (0..h.len()).filter(|&i| h[i] != before[i]).collect();
+            proptest::prop_assert!(changed.iter().all(|&i| (36..38).contains(&i)
+                || (40 + nops + 2..40 + nops + 4).contains(&i)
+                || i == 40 + nops + 6), "{changed:?}");
+            proptest::prop_assert_eq!(u16::from_be_bytes([h[36], h[37]]), tcp_checksum_over(&h, &p));
+        }
     }
 }
