@@ -434,6 +434,7 @@ fn the_kernel_engine_is_transparent_both_ways_byte_exact_and_adds_no_first_byte_
     // coalescing wait), so a split 1 kB response starts within 5 ms of an unsplit one (a
     // Nagle or delayed-ACK stall would add 40 ms or more).
     let pep_ttfb = ttfb_ms(&net, 15);
+    println!("median TTFB of a 1 kB response: {pep_ttfb:.2} ms split, {no_pep_ttfb:.2} ms without");
     assert!(
         pep_ttfb <= no_pep_ttfb + 5.0,
         "median TTFB {pep_ttfb:.2} ms through the engine against {no_pep_ttfb:.2} ms without"
