@@ -218,6 +218,8 @@ def many(host, port, size, count, concurrency, timeout, rcvbuf=None):
 
 
 def hold_serve(port):
+    """Accept connections and keep them open, idle; close the ones the peer closed or reset,
+    so that connections a gateway test resets (a SYN flood's) do not use up descriptors."""
     import selectors
     sel = selectors.DefaultSelector()
     lsock = socket.socket()
@@ -226,15 +228,32 @@ def hold_serve(port):
     lsock.listen(4096)
     lsock.setblocking(False)
     sel.register(lsock, selectors.EVENT_READ)
-    held = []
     print(f"holding on {port}", flush=True)
     while True:
-        for _key, _ in sel.select():
-            try:
+        for key, _ in sel.select():
+            if key.fileobj is lsock:
                 while True:
-                    held.append(lsock.accept()[0])
+                    try:
+                        conn = lsock.accept()[0]
+                    except BlockingIOError:
+                        break
+                    except OSError:
+                        # Out of descriptors: leave the rest in the backlog for now.
+                        time.sleep(0.01)
+                        break
+                    conn.setblocking(False)
+                    sel.register(conn, selectors.EVENT_READ)
+                continue
+            conn = key.fileobj
+            try:
+                data = conn.recv(65536)
             except BlockingIOError:
-                pass
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                sel.unregister(conn)
+                conn.close()
 
 
 def hold(host, port, count, seconds):
