@@ -312,6 +312,11 @@ impl Engine {
         &self.other
     }
 
+    /// Wire packets read from the hosts so far (a super-packet counts its segments).
+    pub fn rx_packets(&self) -> u64 {
+        self.counters.rx_packets
+    }
+
     /// Counters of the packet path.
     pub fn counters(&self) -> PathCounters {
         let mut c = self.counters;

@@ -281,8 +281,9 @@ impl Namespaces {
                 tun: None,
             });
             set_sysctls(&ns, outer.is_some() || h.forward)?;
-            let tun = Tun::create_in_netns_with(&Path::new(NETNS_DIR).join(&ns), TUN_NAME, h.offload)
-                .map_err(|e| EmuError::Privileges(format!("cannot create TUN device: {e}")))?;
+            let tun =
+                Tun::create_in_netns_with(&Path::new(NETNS_DIR).join(&ns), TUN_NAME, h.offload)
+                    .map_err(|e| EmuError::Privileges(format!("cannot create TUN device: {e}")))?;
             if let Some(last) = me.list.last_mut() {
                 last.tun = Some(tun);
             }

@@ -185,8 +185,7 @@ impl Tun {
     /// [`vnet_hdr`](Self::vnet_hdr).
     pub fn create_with(name: &str, offload: bool) -> io::Result<Self> {
         if offload {
-            if let Ok(tun) = Self::open(name, true).and_then(|t| t.enable_offloads().map(|()| t))
-            {
+            if let Ok(tun) = Self::open(name, true).and_then(|t| t.enable_offloads().map(|()| t)) {
                 return Ok(tun);
             }
         }
@@ -237,7 +236,9 @@ impl Tun {
         // little-endian machine the header is little-endian anyway.
         let le_set = check(unsafe { libc::ioctl(self.fd.as_raw_fd(), libc::TUNSETVNETLE, &le) });
         if le_set.is_err() && cfg!(target_endian = "big") {
-            return Err(io::Error::other("cannot make the virtio_net_hdr little-endian"));
+            return Err(io::Error::other(
+                "cannot make the virtio_net_hdr little-endian",
+            ));
         }
         // SAFETY: TUNSETOFFLOAD takes the flags as the integer argument itself.
         check(unsafe {
