@@ -27,10 +27,17 @@ WORK=$(mktemp -d /tmp/satpep-emu-bench.XXXXXX)
 trap 'cleanup; rm -rf "$WORK"' EXIT
 cc -O2 -o "$WORK/tunfwd" bench/emu/tunfwd.c
 
-# Socket buffers up to 512 MiB (one stream at 3 Gb/s over 500 ms holds 190 MB in flight);
+# Socket buffers: one stream at 3 Gb/s over 500 ms holds 190 MB in flight, so up to 512 MiB
+# for one stream, 128 MiB each for four (all sockets of the machine share net.ipv4.tcp_mem,
+# here 1.5 GB before "memory pressure", when receivers prune their out-of-order queues and
+# renege on SACKs: four streams at 512 MiB each collapsed into retransmission storms).
 # iperf3's -w cannot go past net.core.{r,w}mem_max, which a namespace may not raise, so the
 # kernel's autotuning sizes the buffers within tcp_rmem/tcp_wmem.
-SYS='sysctl -qw net.ipv4.tcp_rmem="4096 131072 536870912" net.ipv4.tcp_wmem="4096 16384 536870912"'
+sysctls() {
+	local max=536870912
+	[[ $1 == tcp4 ]] && max=134217728
+	echo "sysctl -qw net.ipv4.tcp_rmem=\"4096 131072 $max\" net.ipv4.tcp_wmem=\"4096 16384 $max\""
+}
 
 client_args() {
 	case $1 in
@@ -57,11 +64,13 @@ try:
 except Exception:
     print("fail -"); sys.exit()
 end = j.get("end", {})
-if "sum_received" in end:
+udp = j.get("start", {}).get("test_start", {}).get("protocol") == "UDP"
+if udp and "sum" in end:
+    # Receiver throughput and loss (iperf3 ≥ 3.16 also has sum_received; older only sum).
+    bps = end.get("sum_received", end["sum"])["bits_per_second"]
+    print(f'{bps/1e9:.2f} {end["sum"].get("lost_percent", 0):.1f}%')
+elif "sum_received" in end:
     print(f'{end["sum_received"]["bits_per_second"]/1e9:.2f} {end["sum_sent"].get("retransmits", "-")}')
-elif "sum" in end:
-    s = end["sum"]
-    print(f'{s["bits_per_second"]/1e9:.2f} {s.get("lost_percent", 0):.1f}%')
 else:
     print("fail -")
 EOF
@@ -77,8 +86,8 @@ run_bare() { # $1 test, $2 tunfwd flags → prints "gbps retx"
 	ip link set tfb0 netns tfb
 	for x in "tfa 10.9.0.1" "tfb 10.9.1.1"; do
 		set -- $x
-		ip netns exec $1 sh -c "$SYS; sysctl -qw net.ipv6.conf.all.disable_ipv6=1;
-			ip link set lo up; ip link set ${1}0 mtu 1500 up; ip addr add $2/32 dev ${1}0;
+		ip netns exec $1 sh -c "sysctl -qw net.ipv6.conf.all.disable_ipv6=1;
+			$(sysctls "$T"); ip link set lo up; ip link set ${1}0 mtu 1500 txqueuelen 1000 up; ip addr add $2/32 dev ${1}0;
 			ip route add default dev ${1}0"
 	done
 	ip netns exec tfb iperf3 -s -1 >/dev/null 2>&1 &
@@ -95,8 +104,8 @@ run_emu() { # $1 binary, $2 extra flags → prints "gbps retx p50 p99"
 	local out="$WORK/emu"
 	rm -rf "$out"
 	"$1" emu bench/emu/fast.toml --out "$out" --quiet $2 --server-on term --client-on gw \
-		--server "$SYS; exec iperf3 -s -1" \
-		--client "$SYS; exec iperf3 -c {server} $(client_args "$T")" >/dev/null 2>&1 || true
+		--server "$(sysctls "$T"); exec iperf3 -s -1" \
+		--client "$(sysctls "$T"); exec iperf3 -c {server} $(client_args "$T")" >/dev/null 2>&1 || true
 	local r
 	r=$(parse_iperf "$out/client.log")
 	python3 - "$out/summary.json" "$r" <<'EOF'

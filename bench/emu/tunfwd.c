@@ -15,6 +15,7 @@
  *
  * Build: cc -O2 -o tunfwd tunfwd.c
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/if.h>
