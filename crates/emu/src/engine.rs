@@ -77,8 +77,10 @@ pub struct Engine {
     wire: Vec<u8>,
     /// Per scenario node: its device carries a `virtio_net_hdr` ([`crate::vnet`]).
     vnet: Vec<bool>,
-    /// One wire segment cut from a super-packet.
+    /// Headers of one wire segment cut from a super-packet.
     segment: Vec<u8>,
+    /// `virtio_net_hdr` and headers of a packet written alone to an offloading host.
+    single: Vec<u8>,
     coalescer: Coalescer,
 }
 
@@ -106,7 +108,8 @@ impl Engine {
             scratch: vec![0; MAX_PACKET + VNET_HDR_LEN],
             wire: Vec::with_capacity(MAX_PACKET),
             vnet: vec![false; scenario.nodes.len()],
-            segment: Vec::with_capacity(MAX_PACKET),
+            segment: Vec::with_capacity(MAX_HEADER),
+            single: Vec::with_capacity(MAX_PACKET + VNET_HDR_LEN),
             coalescer: Coalescer::default(),
         }
     }
@@ -151,10 +154,17 @@ impl Engine {
         let bytes = &mut self.scratch[..len]; // checked above
         let (sim, counters) = (&mut self.sim, &mut self.counters);
         let pkt = &mut bytes[VNET_HDR_LEN..];
-        let cut = vnet::segment(&hdr, pkt, &mut self.segment, |seg| {
+        let cut = vnet::segment(&hdr, pkt, &mut self.segment, |head, payload| {
             counters.rx_packets += 1;
-            counters.rx_bytes += seg.len() as u64;
-            match header_len(seg).and_then(|h| Packet::from_wire(seg, h)) {
+            counters.rx_bytes += (head.len() + payload.len()) as u64;
+            // A segment comes as its exact IPv4 + TCP headers and its payload; a plain packet
+            // whole in `head`.
+            let pkt = if payload.is_empty() {
+                header_len(head).and_then(|h| Packet::from_wire(head, h))
+            } else {
+                Packet::try_with_payload(head, payload)
+            };
+            match pkt {
                 Some(p) => sim.inject(node, p),
                 None => counters.malformed += 1,
             }
@@ -247,26 +257,40 @@ impl Engine {
         h: usize,
         write: &mut impl FnMut(usize, &[u8], &[u8]) -> io::Result<bool>,
     ) -> io::Result<()> {
-        const PLAIN: [u8; VNET_HDR_LEN] = [0; VNET_HDR_LEN];
+        let mut wire = std::mem::take(&mut self.wire);
         while let Some(pkt) = self.sim.poll_received(h) {
-            self.wire.clear();
-            pkt.write_wire(&mut self.wire);
-            drop(pkt);
-            if self.coalescer.push(&self.wire) {
+            // Header and real payload as they are; a virtual payload's zeros materialised.
+            let (head, payload): (&[u8], &[u8]) = match pkt.payload() {
+                Some(p) => (pkt.header(), p),
+                None => {
+                    wire.clear();
+                    pkt.write_wire(&mut wire);
+                    (&wire, &[])
+                }
+            };
+            if self.coalescer.push(head, payload) {
                 continue;
             }
             flush(&mut self.coalescer, &mut self.counters, h, write)?;
-            if self.coalescer.push(&self.wire) {
+            if self.coalescer.push(head, payload) {
                 continue;
             }
-            let ok = write(h, &PLAIN, &self.wire)?;
+            // Alone, behind an all-zero header: header (or all of it) after the zeros, so
+            // that one gathering write still does.
+            let single = &mut self.single;
+            single.clear();
+            single.extend_from_slice(&[0; VNET_HDR_LEN]);
+            single.extend_from_slice(head);
+            let ok = write(h, single, payload)?;
+            let len = (head.len() + payload.len()) as u64;
             if ok {
                 self.counters.tx_packets += 1;
-                self.counters.tx_bytes += self.wire.len() as u64;
+                self.counters.tx_bytes += len;
             } else {
                 self.counters.tx_dropped += 1;
             }
         }
+        self.wire = wire;
         flush(&mut self.coalescer, &mut self.counters, h, write)
     }
 

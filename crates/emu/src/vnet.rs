@@ -138,23 +138,24 @@ impl VirtioNetHdr {
     }
 }
 
-/// The wire segments of packet `pkt` read with header `hdr`, each handed to `each` in order
-/// (built in `out`, which is reused): a plain packet once, its checksum completed when the
-/// kernel left it partial; a TCP super-packet as the segments `tcp_gso_segment` would make,
-/// with complete IPv4 and TCP checksums. Returns the number of segments. `pkt` may be changed
-/// (a completed checksum).
+/// The wire segments of packet `pkt` read with header `hdr`, each handed to `each` in order as
+/// (first bytes, rest), the packet being the two joined: a plain packet once, whole in the
+/// first part, its checksum completed when the kernel left it partial; a TCP super-packet as
+/// the segments `tcp_gso_segment` would make, with complete IPv4 and TCP checksums, each as its
+/// IPv4 and TCP headers (built in `out`, which is reused) and its payload (a slice of `pkt`: no
+/// copy). Returns the number of segments. `pkt` may be changed (a completed checksum).
 pub fn segment(
     hdr: &VirtioNetHdr,
     pkt: &mut [u8],
     out: &mut Vec<u8>,
-    mut each: impl FnMut(&[u8]),
+    mut each: impl FnMut(&[u8], &[u8]),
 ) -> Result<usize, OffloadError> {
     match hdr.gso_type & !GSO_ECN {
         GSO_NONE => {
             if hdr.flags & F_NEEDS_CSUM != 0 {
                 complete_checksum(pkt, hdr.csum_start.into(), hdr.csum_offset.into())?;
             }
-            each(pkt);
+            each(pkt, &[]);
             Ok(1)
         }
         GSO_TCPV4 => segment_tcpv4(hdr, pkt, out, each),
@@ -174,25 +175,24 @@ fn complete_checksum(pkt: &mut [u8], start: usize, offset: usize) -> Result<(), 
     Ok(())
 }
 
-/// IPv4 header length, TCP header length and payload length of an IPv4 TCP packet, checked
-/// against its length.
-fn tcpv4_lengths(pkt: &[u8]) -> Result<(usize, usize), OffloadError> {
-    if pkt.len() < 20 || pkt[0] >> 4 != 4 {
+/// IPv4 header length and TCP header length of an IPv4 TCP packet of `total` bytes whose
+/// first bytes are `head` (which must hold both headers), checked against `total`.
+fn tcpv4_lengths(head: &[u8], total: usize) -> Result<(usize, usize), OffloadError> {
+    if head.len() < 20 || head[0] >> 4 != 4 {
         return Err(OffloadError::Bad("IPv4 header"));
     }
-    let ihl = usize::from(pkt[0] & 0x0f) * 4;
-    if ihl < 20 || pkt[ip::PROTOCOL] != 6 {
+    let ihl = usize::from(head[0] & 0x0f) * 4;
+    if ihl < 20 || head[ip::PROTOCOL] != 6 {
         return Err(OffloadError::Bad("IPv4 header"));
     }
-    let total = usize::from(u16::from_be_bytes([pkt[2], pkt[3]]));
-    if total != pkt.len() {
+    if usize::from(u16::from_be_bytes([head[2], head[3]])) != total {
         return Err(OffloadError::Bad("IPv4 total length"));
     }
-    let thl = pkt
+    let thl = head
         .get(ihl + tcp::DATA_OFFSET)
         .map(|&d| usize::from(d >> 4) * 4)
         .ok_or(OffloadError::Truncated)?;
-    if thl < 20 || ihl + thl > pkt.len() {
+    if thl < 20 || ihl + thl > head.len() {
         return Err(OffloadError::Truncated);
     }
     Ok((ihl, thl))
@@ -202,9 +202,9 @@ fn segment_tcpv4(
     hdr: &VirtioNetHdr,
     pkt: &[u8],
     out: &mut Vec<u8>,
-    mut each: impl FnMut(&[u8]),
+    mut each: impl FnMut(&[u8], &[u8]),
 ) -> Result<usize, OffloadError> {
-    let (ihl, thl) = tcpv4_lengths(pkt)?;
+    let (ihl, thl) = tcpv4_lengths(pkt, pkt.len())?;
     let mss = usize::from(hdr.gso_size);
     if mss == 0 {
         return Err(OffloadError::Bad("gso_size"));
@@ -224,8 +224,7 @@ fn segment_tcpv4(
         let chunk = &payload[(i * mss).min(payload.len())..((i + 1) * mss).min(payload.len())];
         out.clear();
         out.extend_from_slice(&pkt[..hl]);
-        out.extend_from_slice(chunk);
-        let len = out.len() as u16; // ≤ pkt.len() ≤ 65 535
+        let len = (hl + chunk.len()) as u16; // ≤ pkt.len() ≤ 65 535
         out[ip::TOTAL_LEN].copy_from_slice(&len.to_be_bytes());
         out[ip::IDENT].copy_from_slice(&id0.wrapping_add(i as u16).to_be_bytes());
         out[ip::CHECKSUM].copy_from_slice(&[0, 0]);
@@ -241,20 +240,16 @@ fn segment_tcpv4(
             flags &= !TCP_CWR;
         }
         out[ihl + tcp::FLAGS] = flags;
-        write_tcp_checksum(out, ihl, src, dst);
-        each(out);
+        // The TCP checksum over the pseudo-header, the TCP header (a multiple of 4 bytes, so
+        // the payload's words line up) and the payload.
+        let c = ihl + tcp::CHECKSUM.start;
+        out[c..c + 2].copy_from_slice(&[0, 0]);
+        let acc = checksum::pseudo_header_ipv4(src, dst, 6, len - ihl as u16);
+        let sum = checksum::finish(checksum::sum(checksum::sum(acc, &out[ihl..]), chunk));
+        out[c..c + 2].copy_from_slice(&sum.to_be_bytes());
+        each(out, chunk);
     }
     Ok(n)
-}
-
-/// Compute and store the full TCP checksum of the IPv4 packet `p` (TCP header at `ihl`).
-fn write_tcp_checksum(p: &mut [u8], ihl: usize, src: Ipv4Addr, dst: Ipv4Addr) {
-    let c = ihl + tcp::CHECKSUM.start;
-    p[c..c + 2].copy_from_slice(&[0, 0]);
-    let seg_len = (p.len() - ihl) as u16;
-    let acc = checksum::pseudo_header_ipv4(src, dst, 6, seg_len);
-    let sum = checksum::finish(checksum::sum(acc, &p[ihl..]));
-    p[c..c + 2].copy_from_slice(&sum.to_be_bytes());
 }
 
 fn addr(b: &[u8]) -> Ipv4Addr {
@@ -302,43 +297,56 @@ pub struct Batch<'a> {
 }
 
 impl Coalescer {
-    /// Join `pkt` (one IPv4 packet as on the wire) to the segments held, or start with it when
-    /// none are; false when it cannot join (another flow, a gap, different headers, a bad
-    /// checksum, not a TCP data segment, too long).
-    pub fn push(&mut self, pkt: &[u8]) -> bool {
-        let Some((ihl, hl, flags)) = joinable(pkt) else {
+    /// Join the packet `head` + `payload` (one IPv4 packet as on the wire: its headers, or all
+    /// of it, in `head`) to the segments held, or start with it when none are; false when it
+    /// cannot join (another flow, a gap, different headers, a bad checksum, not a TCP data
+    /// segment, too long).
+    pub fn push(&mut self, head: &[u8], payload: &[u8]) -> bool {
+        let total = head.len() + payload.len();
+        let Some((ihl, hl, flags)) = data_segment(head, total) else {
             return false;
         };
-        let payload = pkt.len() - hl;
-        let seq = be32(&pkt[ihl + tcp::SEQ.start..]);
-        let id = u16::from_be_bytes([pkt[ip::IDENT.start], pkt[ip::IDENT.start + 1]]);
-        if self.segments == 0 {
-            self.buf.clear();
-            self.buf.extend_from_slice(&[0; VNET_HDR_LEN]);
-            self.buf.extend_from_slice(pkt);
-            (self.ihl, self.hl, self.gso_size) = (ihl, hl, payload);
-        } else {
+        let payload = match (head.len() == hl, payload.is_empty()) {
+            (_, true) => &head[hl..],
+            (true, false) => payload,
+            (false, false) => return false, // payload bytes on both sides: not worth joining
+        };
+        let seq = be32(&head[ihl + tcp::SEQ.start..]);
+        let id = u16::from_be_bytes([head[ip::IDENT.start], head[ip::IDENT.start + 1]]);
+        if self.segments > 0 {
             let first = &self.buf[VNET_HDR_LEN..VNET_HDR_LEN + self.hl];
             if self.closed
                 || hl != self.hl
                 || ihl != self.ihl
                 || seq != self.next_seq
                 || id != self.next_id
-                || payload > self.gso_size
+                || payload.len() > self.gso_size
                 || self.segments >= MAX_COALESCE
-                || self.buf.len() - VNET_HDR_LEN + payload > MAX_IPV4
-                || !same_headers(first, &pkt[..hl], ihl)
+                || self.buf.len() - VNET_HDR_LEN + payload.len() > MAX_IPV4
+                || !same_headers(first, &head[..hl], ihl)
             {
                 return false;
             }
-            self.buf.extend_from_slice(&pkt[hl..]);
+        }
+        // Last, as the dearest test: a corrupted segment must reach the host as it is, to be
+        // dropped there.
+        if !checksums_valid(&head[..hl], payload, ihl) {
+            return false;
+        }
+        if self.segments == 0 {
+            self.buf.clear();
+            self.buf.extend_from_slice(&[0; VNET_HDR_LEN]);
+            self.buf.extend_from_slice(&head[..hl]);
+            (self.ihl, self.hl, self.gso_size) = (ihl, hl, payload.len());
+        } else {
             self.buf[VNET_HDR_LEN + ihl + tcp::FLAGS] |= flags & (TCP_PSH | TCP_FIN);
         }
+        self.buf.extend_from_slice(payload);
         self.segments += 1;
-        self.wire_bytes += pkt.len() as u64;
-        self.next_seq = seq.wrapping_add(payload as u32);
+        self.wire_bytes += total as u64;
+        self.next_seq = seq.wrapping_add(payload.len() as u32);
         self.next_id = id.wrapping_add(1);
-        self.closed = payload < self.gso_size || flags & (TCP_PSH | TCP_FIN) != 0;
+        self.closed = payload.len() < self.gso_size || flags & (TCP_PSH | TCP_FIN) != 0;
         true
     }
 
@@ -383,33 +391,35 @@ impl Coalescer {
     }
 }
 
-/// IPv4 header length, IPv4 + TCP header length and TCP flags of a packet that may join a
-/// super-packet: IPv4 without fragmentation, TCP with payload, only ACK (and ECE, PSH, FIN)
-/// set, both checksums valid (a corrupted segment must reach the host as it is, to be dropped
-/// there).
-fn joinable(pkt: &[u8]) -> Option<(usize, usize, u8)> {
-    let (ihl, thl) = tcpv4_lengths(pkt).ok()?;
+/// IPv4 header length, IPv4 + TCP header length and TCP flags of a packet of `total` bytes
+/// starting with `head` that may join a super-packet: IPv4 without fragmentation, TCP with
+/// payload, only ACK (and ECE, PSH, FIN) set.
+fn data_segment(head: &[u8], total: usize) -> Option<(usize, usize, u8)> {
+    let (ihl, thl) = tcpv4_lengths(head, total).ok()?;
     let hl = ihl + thl;
-    if pkt.len() == hl {
+    if total == hl {
         return None;
     }
-    if u16::from_be_bytes([pkt[ip::FRAG.start], pkt[ip::FRAG.start + 1]]) & 0x3fff != 0 {
+    if u16::from_be_bytes([head[ip::FRAG.start], head[ip::FRAG.start + 1]]) & 0x3fff != 0 {
         return None;
     }
-    let flags = pkt[ihl + tcp::FLAGS];
+    let flags = head[ihl + tcp::FLAGS];
     if flags & TCP_ACK == 0 || flags & (TCP_SYN | TCP_RST | TCP_URG | TCP_CWR) != 0 {
         return None;
     }
-    if !checksum::is_valid(checksum::sum(0, &pkt[..ihl])) {
-        return None;
+    Some((ihl, hl, flags))
+}
+
+/// Whether the IPv4 checksum of `headers` and the TCP checksum of `headers` + `payload` hold
+/// (the TCP header is a multiple of 4 bytes, so the payload's words line up).
+fn checksums_valid(headers: &[u8], payload: &[u8], ihl: usize) -> bool {
+    if !checksum::is_valid(checksum::sum(0, &headers[..ihl])) {
+        return false;
     }
-    let acc = checksum::pseudo_header_ipv4(
-        addr(&pkt[ip::SRC]),
-        addr(&pkt[ip::DST]),
-        6,
-        (pkt.len() - ihl) as u16,
-    );
-    checksum::is_valid(checksum::sum(acc, &pkt[ihl..])).then_some((ihl, hl, flags))
+    let tcp_len = (headers.len() - ihl + payload.len()) as u16;
+    let acc =
+        checksum::pseudo_header_ipv4(addr(&headers[ip::SRC]), addr(&headers[ip::DST]), 6, tcp_len);
+    checksum::is_valid(checksum::sum(checksum::sum(acc, &headers[ihl..]), payload))
 }
 
 /// Whether two headers (`ihl` bytes of IPv4, then TCP) agree in everything but what differs

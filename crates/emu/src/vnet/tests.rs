@@ -86,7 +86,7 @@ fn tso_hdr(gso_size: u16) -> VirtioNetHdr {
 fn collect(hdr: &VirtioNetHdr, pkt: &mut [u8]) -> Result<Vec<Vec<u8>>, OffloadError> {
     let mut segs = Vec::new();
     let mut out = Vec::new();
-    let n = segment(hdr, pkt, &mut out, |s| segs.push(s.to_vec()))?;
+    let n = segment(hdr, pkt, &mut out, |h, p| segs.push([h, p].concat()))?;
     assert_eq!(n, segs.len());
     Ok(segs)
 }
@@ -296,7 +296,7 @@ fn wire_segments(seq: u32, sizes: &[usize], last_flags: u8) -> Vec<Vec<u8>> {
 fn coalesce(segs: &[Vec<u8>]) -> (VirtioNetHdr, Vec<u8>, u32, u64) {
     let mut c = Coalescer::default();
     for s in segs {
-        assert!(c.push(s));
+        assert!(c.push(s, &[]));
     }
     let b = c.take().expect("segments held");
     let (h, p) = VirtioNetHdr::parse(b.bytes).expect("header");
@@ -324,6 +324,17 @@ fn coalesced_segments_make_a_super_packet_the_kernel_accepts() {
     let tcp_len = (p.len() - 20) as u16;
     let pseudo = [&p[12..20], &[0, 6], &tcp_len.to_be_bytes()[..]].concat();
     assert_eq!(u16::from_be_bytes([p[36], p[37]]), naive_sum(&[&pseudo]));
+    // Pushed as headers and payload apart (as the engine does), the same super-packet.
+    let mut c = Coalescer::default();
+    for seg in &segs {
+        assert!(c.push(&seg[..52], &seg[52..]));
+    }
+    assert_eq!(
+        c.take().map(|b| b.bytes[VNET_HDR_LEN..].to_vec()),
+        Some(p.clone())
+    );
+    // Payload on both sides of the split: refused, not mis-joined.
+    assert!(!Coalescer::default().push(&segs[0][..60], &segs[0][60..]));
     // Cut again, it gives back the very segments.
     let mut again = p.clone();
     let back = collect(&h, &mut again).expect("valid");
@@ -343,8 +354,8 @@ fn coalescer_refuses_what_does_not_continue() {
     let segs = wire_segments(1000, &[100, 100, 100], TCP_ACK);
     let refused = |first: &[u8], next: &[u8]| {
         let mut c = Coalescer::default();
-        assert!(c.push(first));
-        !c.push(next)
+        assert!(c.push(first, &[]));
+        !c.push(next, &[])
     };
     assert!(!refused(&segs[0], &segs[1]));
     // A gap in sequence space.
@@ -374,17 +385,17 @@ fn coalescer_refuses_what_does_not_continue() {
     // After a short, PSH or FIN segment nothing may join.
     let short = wire_segments(1000, &[100, 50, 50], TCP_ACK);
     let mut c = Coalescer::default();
-    assert!(c.push(&short[0]) && c.push(&short[1]));
-    assert!(!c.push(&short[2]));
+    assert!(c.push(&short[0], &[]) && c.push(&short[1], &[]));
+    assert!(!c.push(&short[2], &[]));
     let psh = wire_segments(1000, &[100, 100, 100], TCP_ACK);
     let mut second = psh[1].clone();
     second[33] |= TCP_PSH;
     let mut c = Coalescer::default();
-    assert!(c.push(&psh[0]) && c.push(&with_checksums(second)));
-    assert!(!c.push(&psh[2]));
+    assert!(c.push(&psh[0], &[]) && c.push(&with_checksums(second), &[]));
+    assert!(!c.push(&psh[2], &[]));
     // Not data segments, or flags a super-packet cannot spread.
     let pure_ack = with_checksums(tcp_packet(1, TCP_ACK, &[]));
-    assert!(!Coalescer::default().push(&pure_ack));
+    assert!(!Coalescer::default().push(&pure_ack, &[]));
     for f in [
         TCP_SYN | TCP_ACK,
         TCP_RST | TCP_ACK,
@@ -393,12 +404,12 @@ fn coalescer_refuses_what_does_not_continue() {
         0,
     ] {
         let p = with_checksums(tcp_packet(1, f, &[1, 2, 3]));
-        assert!(!Coalescer::default().push(&p), "flags {f:#x}");
+        assert!(!Coalescer::default().push(&p, &[]), "flags {f:#x}");
     }
     let mut frag = segs[0].clone();
     frag[6] = 0x20;
-    assert!(!Coalescer::default().push(&with_checksums(frag)));
-    assert!(!Coalescer::default().push(&segs[0][..30]));
+    assert!(!Coalescer::default().push(&with_checksums(frag), &[]));
+    assert!(!Coalescer::default().push(&segs[0][..30], &[]));
 }
 
 #[test]
@@ -408,9 +419,9 @@ fn coalescer_stops_at_the_ipv4_limit_and_the_segment_cap() {
     let segs = wire_segments(0, &sizes, TCP_ACK);
     let mut c = Coalescer::default();
     for s in &segs[..45] {
-        assert!(c.push(s));
+        assert!(c.push(s, &[]));
     }
-    assert!(!c.push(&segs[45]));
+    assert!(!c.push(&segs[45], &[]));
     assert_eq!(
         c.take().map(|b| (b.segments, b.bytes.len())),
         Some((45, 10 + 65_212))
@@ -419,9 +430,9 @@ fn coalescer_stops_at_the_ipv4_limit_and_the_segment_cap() {
     let segs = wire_segments(0, &[10; 65], TCP_ACK);
     let mut c = Coalescer::default();
     for s in &segs[..64] {
-        assert!(c.push(s));
+        assert!(c.push(s, &[]));
     }
-    assert!(!c.push(&segs[64]));
+    assert!(!c.push(&segs[64], &[]));
     let b = c.take().expect("held");
     assert_eq!((b.segments, b.wire_bytes), (64, 64 * 62));
 }
