@@ -210,6 +210,15 @@ fn malformed_headers_are_errors() {
         ..bad_csum
     };
     assert_eq!(run(edge, good.clone()), Ok(1));
+    // One byte further: the field's second byte would be past the end.
+    let over = VirtioNetHdr {
+        csum_start: (good.len() - 17) as u16,
+        ..bad_csum
+    };
+    assert_eq!(
+        run(over, good.clone()),
+        Err(OffloadError::Bad("csum_start/csum_offset"))
+    );
     assert_eq!(
         run(tso_hdr(0), good.clone()),
         Err(OffloadError::Bad("gso_size"))
