@@ -279,6 +279,10 @@ fn malformed_headers_are_errors() {
         run(tso_hdr(50), good[..19].to_vec()),
         Err(OffloadError::Bad("IPv4 header"))
     );
+    // A whole IPv4 header and not a byte of TCP.
+    let mut ip_only = good[..20].to_vec();
+    ip_only[2..4].copy_from_slice(&20u16.to_be_bytes());
+    assert_eq!(run(tso_hdr(50), ip_only), Err(OffloadError::Truncated));
     assert_eq!(run(tso_hdr(50), good), Ok(2));
 }
 
