@@ -32,7 +32,8 @@ use crate::status::{status_line, LinkSample};
 use crate::sys::{self, Caught, Epoll, SignalPipe, TimerFd};
 use crate::EmuError;
 
-/// Packets read from one device per pass before the links are serviced.
+/// Wire packets read from one device per pass before the links are serviced (a super-packet
+/// from an offloading device counts its segments; the last read may go past by up to 44).
 pub const READ_BATCH: usize = 64;
 
 /// How a run is driven.
