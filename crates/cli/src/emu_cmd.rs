@@ -68,6 +68,11 @@ pub struct EmuArgs {
     /// Run the loop under the normal scheduler instead of SCHED_FIFO.
     #[arg(long)]
     no_realtime: bool,
+    /// Plain TUN devices, one packet per system call, instead of devices with offloads
+    /// (IFF_VNET_HDR: the hosts' 64 KB TCP super-packets are read in one call and cut into
+    /// wire segments for the model; delivered segments are written back joined).
+    #[arg(long)]
+    no_offload: bool,
     /// Sleep at least this long between wake-ups when packets are due later (e.g. 50us):
     /// fewer wake-ups at high packet rates, up to this much added lateness.
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_coalesce)]
@@ -146,6 +151,7 @@ pub fn run(args: EmuArgs) -> ExitCode {
     opts.client_delay = args.client_delay;
     opts.realtime = !args.no_realtime;
     opts.coalesce = args.coalesce;
+    opts.offload = !args.no_offload;
     opts.stdin = true;
     opts.echo = !args.quiet;
     opts.status = status;

@@ -24,6 +24,7 @@ use satpep_sim::{Outputs, Simulation};
 use serde::{Deserialize, Serialize};
 
 use crate::lateness::Histogram;
+use crate::vnet::{self, Coalescer, VirtioNetHdr, VNET_HDR_LEN};
 
 /// Largest packet read from a device (an IPv4 datagram's limit; the devices' MTU is far lower).
 pub const MAX_PACKET: usize = 65_535;
@@ -45,6 +46,18 @@ pub struct PathCounters {
     pub unroutable: u64,
     /// Dropped because the destination's TUN device would not take them.
     pub tx_dropped: u64,
+    /// Offloading devices ([`crate::vnet`]): super-packets read (each counted above as the
+    /// wire segments it was cut into).
+    #[serde(default)]
+    pub rx_super_packets: u64,
+    /// Offloading devices: super-packets written (each counted above as the wire segments it
+    /// joined).
+    #[serde(default)]
+    pub tx_super_packets: u64,
+    /// Offloading devices: reads dropped because their `virtio_net_hdr` made no sense for the
+    /// packet (also counted in `malformed`).
+    #[serde(default)]
+    pub vnet_malformed: u64,
 }
 
 /// The scenario's network, carrying real packets.
@@ -62,6 +75,13 @@ pub struct Engine {
     counters: PathCounters,
     scratch: Vec<u8>,
     wire: Vec<u8>,
+    /// Per scenario node: its device carries a `virtio_net_hdr` ([`crate::vnet`]).
+    vnet: Vec<bool>,
+    /// Headers of one wire segment cut from a super-packet.
+    segment: Vec<u8>,
+    /// `virtio_net_hdr` and headers of a packet written alone to an offloading host.
+    single: Vec<u8>,
+    coalescer: Coalescer,
 }
 
 impl Engine {
@@ -85,14 +105,79 @@ impl Engine {
             lateness: vec![Histogram::default(); scenario.links.len()],
             other: Histogram::default(),
             counters: PathCounters::default(),
-            scratch: vec![0; MAX_PACKET],
+            scratch: vec![0; MAX_PACKET + VNET_HDR_LEN],
             wire: Vec::with_capacity(MAX_PACKET),
+            vnet: vec![false; scenario.nodes.len()],
+            segment: Vec::with_capacity(MAX_HEADER),
+            single: Vec::with_capacity(MAX_PACKET + VNET_HDR_LEN),
+            coalescer: Coalescer::default(),
         }
     }
 
     /// Let the network write pcap (and series, as `outputs` asks) while it runs.
     pub fn set_outputs(&mut self, outputs: Outputs) {
         self.sim.set_outputs(outputs);
+    }
+
+    /// Host `node`'s device carries a `virtio_net_hdr` in front of every packet: read with
+    /// [`ingress_vnet`](Self::ingress_vnet), and [`service`](Self::service) hands it packets
+    /// with the header, joining segments into super-packets.
+    pub fn set_vnet(&mut self, node: usize, on: bool) {
+        if let Some(v) = self.vnet.get_mut(node) {
+            *v = on;
+        }
+    }
+
+    /// A packet from host `node` at `now` through an offloading device: as
+    /// [`ingress`](Self::ingress), but what `read` returns starts with a `virtio_net_hdr`, and a
+    /// super-packet enters the network as the wire segments it stands for ([`vnet::segment`]),
+    /// counted one by one. A header that does not fit the packet drops the read (counted in
+    /// `malformed` and `vnet_malformed`).
+    pub fn ingress_vnet(
+        &mut self,
+        node: usize,
+        now: Instant,
+        read: impl FnOnce(&mut [u8]) -> io::Result<Option<usize>>,
+    ) -> io::Result<bool> {
+        let Some(len) = read(&mut self.scratch)? else {
+            return Ok(false);
+        };
+        let parsed = (self.scratch.get(..len)).map(|b| VirtioNetHdr::parse(b).map(|(h, _)| h));
+        let Some(Ok(hdr)) = parsed else {
+            self.counters.malformed += 1;
+            self.counters.vnet_malformed += 1;
+            return Ok(true);
+        };
+        if now > self.sim.now() {
+            self.advance(now);
+        }
+        let bytes = &mut self.scratch[..len]; // checked above
+        let (sim, counters) = (&mut self.sim, &mut self.counters);
+        let pkt = &mut bytes[VNET_HDR_LEN..];
+        let cut = vnet::segment(&hdr, pkt, &mut self.segment, |head, payload| {
+            counters.rx_packets += 1;
+            counters.rx_bytes += (head.len() + payload.len()) as u64;
+            // A segment comes as its exact IPv4 + TCP headers and its payload; a plain packet
+            // whole in `head`.
+            let pkt = if payload.is_empty() {
+                header_len(head).and_then(|h| Packet::from_wire(head, h))
+            } else {
+                Packet::try_with_payload(head, payload)
+            };
+            match pkt {
+                Some(p) => sim.inject(node, p),
+                None => counters.malformed += 1,
+            }
+        });
+        match cut {
+            Ok(n) if n > 1 => self.counters.rx_super_packets += 1,
+            Ok(_) => {}
+            Err(_) => {
+                self.counters.malformed += 1;
+                self.counters.vnet_malformed += 1;
+            }
+        }
+        Ok(true)
     }
 
     /// A packet from host `node` at `now`: `read` fills the buffer it is given and returns the
@@ -129,7 +214,8 @@ impl Engine {
     }
 
     /// Run every event due by `now`, then hand what reached each host to `write(host node,
-    /// header, payload)` (the packet's two parts, for a gathering write), which returns
+    /// header, payload)` (the packet's two parts, for a gathering write; for an offloading
+    /// host, see [`set_vnet`](Self::set_vnet), the `virtio_net_hdr` and the packet), which returns
     /// `Ok(false)` when the host's device cannot take the packet now (it is dropped and counted).
     pub fn service(
         &mut self,
@@ -137,7 +223,12 @@ impl Engine {
         mut write: impl FnMut(usize, &[u8], &[u8]) -> io::Result<bool>,
     ) -> io::Result<()> {
         self.advance(now);
-        for &h in &self.hosts {
+        for i in 0..self.hosts.len() {
+            let h = self.hosts[i];
+            if self.vnet.get(h).copied().unwrap_or(false) {
+                self.service_vnet(h, &mut write)?;
+                continue;
+            }
             while let Some(pkt) = self.sim.poll_received(h) {
                 let ok = match pkt.payload() {
                     Some(payload) => write(h, pkt.header(), payload)?,
@@ -157,6 +248,50 @@ impl Engine {
             }
         }
         Ok(())
+    }
+
+    /// What reached host `h` (an offloading device), each with a `virtio_net_hdr` in front:
+    /// runs of segments that continue each other as one super-packet, the rest one by one.
+    fn service_vnet(
+        &mut self,
+        h: usize,
+        write: &mut impl FnMut(usize, &[u8], &[u8]) -> io::Result<bool>,
+    ) -> io::Result<()> {
+        let mut wire = std::mem::take(&mut self.wire);
+        while let Some(pkt) = self.sim.poll_received(h) {
+            // Header and real payload as they are; a virtual payload's zeros materialised.
+            let (head, payload): (&[u8], &[u8]) = match pkt.payload() {
+                Some(p) => (pkt.header(), p),
+                None => {
+                    wire.clear();
+                    pkt.write_wire(&mut wire);
+                    (&wire, &[])
+                }
+            };
+            if self.coalescer.push(head, payload) {
+                continue;
+            }
+            flush(&mut self.coalescer, &mut self.counters, h, write)?;
+            if self.coalescer.push(head, payload) {
+                continue;
+            }
+            // Alone, behind an all-zero header: header (or all of it) after the zeros, so
+            // that one gathering write still does.
+            let single = &mut self.single;
+            single.clear();
+            single.extend_from_slice(&[0; VNET_HDR_LEN]);
+            single.extend_from_slice(head);
+            let ok = write(h, single, payload)?;
+            let len = (head.len() + payload.len()) as u64;
+            if ok {
+                self.counters.tx_packets += 1;
+                self.counters.tx_bytes += len;
+            } else {
+                self.counters.tx_dropped += 1;
+            }
+        }
+        self.wire = wire;
+        flush(&mut self.coalescer, &mut self.counters, h, write)
     }
 
     fn advance(&mut self, now: Instant) {
@@ -201,6 +336,11 @@ impl Engine {
         &self.other
     }
 
+    /// Wire packets read from the hosts so far (a super-packet counts its segments).
+    pub fn rx_packets(&self) -> u64 {
+        self.counters.rx_packets
+    }
+
     /// Counters of the packet path.
     pub fn counters(&self) -> PathCounters {
         let mut c = self.counters;
@@ -228,6 +368,26 @@ impl Engine {
     pub fn finish(self) -> io::Result<()> {
         self.sim.finish_outputs()
     }
+}
+
+/// Write what `coalescer` joined to host `h`, counting its wire segments.
+fn flush(
+    coalescer: &mut Coalescer,
+    counters: &mut PathCounters,
+    h: usize,
+    write: &mut impl FnMut(usize, &[u8], &[u8]) -> io::Result<bool>,
+) -> io::Result<()> {
+    let Some(batch) = coalescer.take() else {
+        return Ok(());
+    };
+    if write(h, batch.bytes, &[])? {
+        counters.tx_packets += u64::from(batch.segments);
+        counters.tx_bytes += batch.wire_bytes;
+        counters.tx_super_packets += u64::from(batch.segments > 1);
+    } else {
+        counters.tx_dropped += u64::from(batch.segments);
+    }
+    Ok(())
 }
 
 /// Bytes of IPv4 header plus transport header (TCP with options, UDP, ICMP; for IP-in-IP, the

@@ -28,6 +28,8 @@
 //! - [`shell`]: `satpep shell`, the client host's namespace behind the path with the server
 //!   host in the caller's own namespace; address blocks for nested shells.
 //! - [`status`]: the live status line.
+//! - [`vnet`]: TUN offloads: the `virtio_net_hdr`, software segmentation of the hosts' TCP
+//!   super-packets into wire segments, coalescing of delivered segments into super-packets.
 
 #![warn(missing_docs)]
 
@@ -40,6 +42,7 @@ pub mod shell;
 pub mod status;
 #[allow(unsafe_code)]
 pub mod sys;
+pub mod vnet;
 
 pub use report::{EmuSummary, LinkLateness, LATENESS_WARN_US};
 pub use run::{placement, run, EmuOptions, EmuOutcome, StatusMode, READ_BATCH};

@@ -182,6 +182,9 @@ pub struct HostSetup {
     /// every other node's address and every other host's subnets. A created namespace has a
     /// default route into its device instead.
     pub routes: Vec<String>,
+    /// Ask for a TUN device with offloads ([`crate::vnet`]); the device falls back to plain
+    /// packets when the kernel refuses ([`Tun::vnet_hdr`] says which it got).
+    pub offload: bool,
 }
 
 /// The TUN device's name in an attached namespace: unique per emulator process (one host per
@@ -278,8 +281,9 @@ impl Namespaces {
                 tun: None,
             });
             set_sysctls(&ns, outer.is_some() || h.forward)?;
-            let tun = Tun::create_in_netns(&Path::new(NETNS_DIR).join(&ns), TUN_NAME)
-                .map_err(|e| EmuError::Privileges(format!("cannot create TUN device: {e}")))?;
+            let tun =
+                Tun::create_in_netns_with(&Path::new(NETNS_DIR).join(&ns), TUN_NAME, h.offload)
+                    .map_err(|e| EmuError::Privileges(format!("cannot create TUN device: {e}")))?;
             if let Some(last) = me.list.last_mut() {
                 last.tun = Some(tun);
             }
@@ -303,7 +307,8 @@ impl Namespaces {
     /// namespace keeps its own routes for everything outside the scenario. A route that
     /// already exists there (the namespace routes that network elsewhere) is an error.
     fn attach(&mut self, h: &HostSetup, ns: &str, device: &str) -> Result<(), EmuError> {
-        let tun = Tun::create_in_netns(&Path::new(NETNS_DIR).join(ns), device).map_err(|e| {
+        let tun = Tun::create_in_netns_with(&Path::new(NETNS_DIR).join(ns), device, h.offload);
+        let tun = tun.map_err(|e| {
             EmuError::Privileges(format!("cannot create TUN device {device} in {ns}: {e}"))
         })?;
         self.list.push(Namespace {

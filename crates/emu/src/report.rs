@@ -47,6 +47,10 @@ pub struct EmuSummary {
     pub stale_removed: Vec<String>,
     /// Whether the loop ran under SCHED_FIFO.
     pub realtime: bool,
+    /// TUN devices that carried offloads (`IFF_VNET_HDR`, see `crate::vnet`); 0 with
+    /// `--no-offload` or when the kernel refused them.
+    #[serde(default)]
+    pub offload_devices: usize,
     /// Connections left in the middleboxes' tables when the run stopped (split relays,
     /// spoofing CCBs); `None` without such a middlebox.
     pub open_connections: Option<u64>,

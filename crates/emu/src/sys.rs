@@ -134,24 +134,37 @@ struct IfReq {
     _pad: [u8; 22],
 }
 
-/// A TUN device (IPv4 packets without any header: `IFF_TUN | IFF_NO_PI`), non-blocking.
-/// The device is not persistent: it disappears when this descriptor is closed, even if the
-/// process is killed.
+/// A TUN device, non-blocking: IPv4 packets without any header (`IFF_TUN | IFF_NO_PI`), or,
+/// with offloads, each behind a `struct virtio_net_hdr` (`IFF_VNET_HDR`, see
+/// [`crate::vnet`]). The device is not persistent: it disappears when this descriptor is
+/// closed, even if the process is killed.
 #[derive(Debug)]
 pub struct Tun {
     fd: OwnedFd,
+    vnet_hdr: bool,
 }
+
+/// Offloads asked of an offloading device (`TUNSETOFFLOAD`): checksums left to us, and IPv4
+/// TCP super-packets (TSO4 needs CSUM). No TSO6 (the emulator carries IPv4), no ECN-marked
+/// super-packets (the kernel cuts those itself), no UFO/USO.
+const TUN_OFFLOADS: libc::c_uint = libc::TUN_F_CSUM | libc::TUN_F_TSO4;
 
 impl Tun {
     /// Create TUN device `name` inside the network namespace whose handle is the file
     /// `netns` (e.g. `/var/run/netns/satpep-…`). This thread enters the namespace for the
     /// ioctl and returns to its own namespace before returning, whatever happens.
     pub fn create_in_netns(netns: &Path, name: &str) -> io::Result<Self> {
+        Self::create_in_netns_with(netns, name, false)
+    }
+
+    /// [`create_in_netns`](Self::create_in_netns), with offloads when `offload` is set and
+    /// the kernel grants them (see [`create_with`](Self::create_with)).
+    pub fn create_in_netns_with(netns: &Path, name: &str, offload: bool) -> io::Result<Self> {
         let own = File::open("/proc/thread-self/ns/net")?;
         let target = File::open(netns)?;
         // SAFETY: both descriptors are open namespace files.
         check(unsafe { libc::setns(target.as_raw_fd(), libc::CLONE_NEWNET) })?;
-        let tun = Self::create(name);
+        let tun = Self::create_with(name, offload);
         // SAFETY: as above; going back cannot fail for our own namespace unless the kernel is
         // broken, and then continuing in the wrong namespace would be worse than aborting.
         let back = check(unsafe { libc::setns(own.as_raw_fd(), libc::CLONE_NEWNET) });
@@ -163,10 +176,28 @@ impl Tun {
 
     /// Create TUN device `name` in this process's own network namespace.
     pub fn create_here(name: &str) -> io::Result<Self> {
-        Self::create(name)
+        Self::create_with(name, false)
     }
 
-    fn create(name: &str) -> io::Result<Self> {
+    /// Create TUN device `name` here; with `offload`, as an `IFF_VNET_HDR` device with a
+    /// 10-byte little-endian header and checksum and TSO4 offloads. When the kernel refuses
+    /// any of that, the device is closed (it vanishes) and made again without: see
+    /// [`vnet_hdr`](Self::vnet_hdr).
+    pub fn create_with(name: &str, offload: bool) -> io::Result<Self> {
+        if offload {
+            if let Ok(tun) = Self::open(name, true).and_then(|t| t.enable_offloads().map(|()| t)) {
+                return Ok(tun);
+            }
+        }
+        Self::open(name, false)
+    }
+
+    /// Whether packets read and written carry a `virtio_net_hdr` (offloads granted).
+    pub fn vnet_hdr(&self) -> bool {
+        self.vnet_hdr
+    }
+
+    fn open(name: &str, vnet_hdr: bool) -> io::Result<Self> {
         let path = CString::new("/dev/net/tun").map_err(io::Error::other)?;
         // SAFETY: `path` is a valid NUL-terminated string.
         let raw = check(unsafe {
@@ -177,16 +208,47 @@ impl Tun {
         })?;
         // SAFETY: `raw` was just returned by open and is owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let mut flags = libc::IFF_TUN | libc::IFF_NO_PI;
+        if vnet_hdr {
+            flags |= libc::IFF_VNET_HDR;
+        }
         let mut req = IfReq {
             name: [0; libc::IFNAMSIZ],
-            flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short,
+            flags: flags as libc::c_short,
             _pad: [0; 22],
         };
         let n = name.len().min(libc::IFNAMSIZ - 1);
         req.name[..n].copy_from_slice(&name.as_bytes()[..n]);
         // SAFETY: `req` is a properly laid out ifreq that lives across the call.
         check(unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut req) })?;
-        Ok(Self { fd })
+        Ok(Self { fd, vnet_hdr })
+    }
+
+    /// Header size, byte order and offloads of an `IFF_VNET_HDR` device.
+    fn enable_offloads(&self) -> io::Result<()> {
+        let size = crate::vnet::VNET_HDR_LEN as libc::c_int;
+        // SAFETY: TUNSETVNETHDRSZ reads one int through the pointer, which lives across the
+        // call.
+        check(unsafe { libc::ioctl(self.fd.as_raw_fd(), libc::TUNSETVNETHDRSZ, &size) })?;
+        let le: libc::c_int = 1;
+        // SAFETY: TUNSETVNETLE reads one int through the pointer, which lives across the call.
+        // Kernels without it (before 4.1, or built without cross-endian support) refuse; on a
+        // little-endian machine the header is little-endian anyway.
+        let le_set = check(unsafe { libc::ioctl(self.fd.as_raw_fd(), libc::TUNSETVNETLE, &le) });
+        if le_set.is_err() && cfg!(target_endian = "big") {
+            return Err(io::Error::other(
+                "cannot make the virtio_net_hdr little-endian",
+            ));
+        }
+        // SAFETY: TUNSETOFFLOAD takes the flags as the integer argument itself.
+        check(unsafe {
+            libc::ioctl(
+                self.fd.as_raw_fd(),
+                libc::TUNSETOFFLOAD,
+                libc::c_ulong::from(TUN_OFFLOADS),
+            )
+        })?;
+        Ok(())
     }
 
     /// Read one packet into `buf`; `Ok(None)` when none is waiting.

@@ -309,3 +309,144 @@ fn a_pass_through_middlebox_changes_neither_bytes_nor_timing() {
     // The router decremented the TTL (64 → 63) and kept the header checksum valid.
     assert_eq!(out[1].1[8], 63);
 }
+
+/// An IPv4 TCP super-packet term (10.0.1.1:80) → gw (10.0.0.1:5001) as an offloading device
+/// hands it over: `virtio_net_hdr` (TCPV4, `gso_size`), headers with the pseudo-header sum in
+/// the TCP checksum field, then `payload`.
+fn tso_read(payload: &[u8], gso_size: u16) -> Vec<u8> {
+    let total = 40 + payload.len();
+    let mut ip = vec![
+        0x45,
+        0,
+        (total >> 8) as u8,
+        total as u8,
+        0x10,
+        0x00,
+        0x40,
+        0,
+        64,
+        6,
+        0,
+        0,
+    ];
+    ip.extend_from_slice(&[10, 0, 1, 1, 10, 0, 0, 1]);
+    let sum = checksum(&ip);
+    ip[10..12].copy_from_slice(&sum.to_be_bytes());
+    let mut tcp = vec![
+        0, 80, 0x13, 0x89, 0, 0, 0x10, 0, 0, 0, 0, 1, 0x50, 0x18, 0xff, 0xff, 0, 0, 0, 0,
+    ];
+    let tcp_len = (20 + payload.len()) as u16;
+    let pseudo = [&ip[12..20], &[0, 6], &tcp_len.to_be_bytes()[..]].concat();
+    let partial = !checksum(&pseudo);
+    tcp[16..18].copy_from_slice(&partial.to_be_bytes());
+    let hdr = VirtioNetHdr {
+        flags: vnet::F_NEEDS_CSUM,
+        gso_type: vnet::GSO_TCPV4,
+        hdr_len: 40,
+        gso_size,
+        csum_start: 20,
+        csum_offset: 16,
+    };
+    [&hdr.to_bytes()[..], &ip, &tcp, payload].concat()
+}
+
+fn inject_vnet(e: &mut Engine, from: usize, at: Instant, read: &[u8]) {
+    let got = e
+        .ingress_vnet(from, at, |buf| {
+            buf[..read.len()].copy_from_slice(read);
+            Ok(Some(read.len()))
+        })
+        .unwrap();
+    assert!(got);
+}
+
+/// A 3-segment super-packet from term enters the term → gw link as three 1 040-byte packets
+/// (8 Mb/s: 1.04 ms each, then 100 ms); at gw, an offloading host, what one pass releases is
+/// written at once: the first segment alone at its instant, the other two joined.
+#[test]
+fn super_packet_crosses_as_wire_segments_and_leaves_joined() {
+    let mut e = Engine::new(&scenario(""));
+    e.set_vnet(0, true);
+    let payload: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+    inject_vnet(&mut e, 2, ms(0), &tso_read(&payload, 1000));
+    let c = e.counters();
+    assert_eq!(
+        (c.rx_packets, c.rx_bytes, c.rx_super_packets),
+        (3, 3 * 1040, 1)
+    );
+    let first = Instant(1_040_000 + 100_000_000);
+    let mut t = ms(0);
+    while let Some(next) = e.poll_timeout() {
+        if next >= first {
+            break;
+        }
+        assert!(service(&mut e, next).is_empty());
+        t = next;
+    }
+    assert!(t < first);
+    // The first segment, due now, goes alone and untouched behind an all-zero header.
+    let out = service(&mut e, first);
+    assert_eq!(out.len(), 1);
+    let (node, bytes) = &out[0];
+    assert_eq!(*node, 0);
+    assert_eq!(bytes[..VNET_HDR_LEN], [0; VNET_HDR_LEN]);
+    let seg = &bytes[VNET_HDR_LEN..];
+    assert_eq!(seg.len(), 1040);
+    assert_eq!(
+        seg[13 + 20],
+        0x10,
+        "ACK only: PSH belongs to the last segment"
+    );
+    assert_eq!(checksum(&seg[..20]), 0, "IPv4 checksum complete");
+    assert_eq!(seg[40..], payload[..1000]);
+    // The other two, both due by 2.08 ms later, leave in one write as a super-packet.
+    let out = service(&mut e, Instant(first.0 + 2_080_000));
+    assert_eq!(out.len(), 1);
+    let (hdr, pkt) = VirtioNetHdr::parse(&out[0].1).unwrap();
+    assert_eq!(
+        (hdr.gso_type, hdr.gso_size, hdr.flags),
+        (vnet::GSO_TCPV4, 1000, vnet::F_NEEDS_CSUM)
+    );
+    assert_eq!((hdr.csum_start, hdr.csum_offset, hdr.hdr_len), (20, 16, 40));
+    assert_eq!(pkt.len(), 40 + 2000);
+    assert_eq!(
+        u32::from_be_bytes([pkt[24], pkt[25], pkt[26], pkt[27]]),
+        0x1000 + 1000,
+        "seq"
+    );
+    assert_eq!(pkt[33], 0x18, "PSH|ACK of the last segment");
+    assert_eq!(
+        u16::from_be_bytes([pkt[4], pkt[5]]),
+        0x1001,
+        "id of the second segment"
+    );
+    assert_eq!(pkt[40..], payload[1000..]);
+    let c = e.counters();
+    assert_eq!(
+        (c.tx_packets, c.tx_bytes, c.tx_super_packets),
+        (3, 3 * 1040, 1)
+    );
+    let (link, _, _) = e.link_stats(2, Instant(first.0 + 2_080_000));
+    assert_eq!(
+        (link.delivered_packets, link.delivered_bytes),
+        (3, 3 * 1040)
+    );
+}
+
+/// A header that does not fit its packet drops the read, counted twice; nothing enters.
+#[test]
+fn malformed_virtio_net_hdr_is_counted_and_dropped() {
+    let mut e = Engine::new(&scenario(""));
+    let mut read = tso_read(&[7; 100], 50);
+    read[6] = 200; // csum_start past the end
+    read[0] = vnet::F_NEEDS_CSUM;
+    read[1] = vnet::GSO_NONE;
+    inject_vnet(&mut e, 2, ms(0), &read);
+    inject_vnet(&mut e, 2, ms(0), &read[..5]);
+    let mut udp_gso = tso_read(&[7; 100], 50);
+    udp_gso[1] = 3;
+    inject_vnet(&mut e, 2, ms(0), &udp_gso);
+    let c = e.counters();
+    assert_eq!((c.malformed, c.vnet_malformed, c.rx_packets), (3, 3, 0));
+    assert_eq!(e.poll_timeout(), None);
+}

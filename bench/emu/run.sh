@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# The emulator's speed beside a bare TUN forwarder (docs/performance.md, "Emulator"): iperf3
+# TCP CUBIC with 1 and 4 streams, and UDP, between two namespaces through 250 ms each way at
+# 10 Gb/s, for
+#   bare      bench/emu/tunfwd -d 250 (plain TUN devices)
+#   bare-gso  bench/emu/tunfwd -o -d 250 (IFF_VNET_HDR, super-packets passed through)
+#   main      a satpep binary from before offloads ($SATPEP_MAIN, if given)
+#   plain     satpep emu --no-offload
+#   offload   satpep emu (offloads)
+# Prints one markdown row per run: receiver throughput, sender retransmits (UDP: loss), and
+# satpep's release lateness p50/p99 from summary.json, with the load average at the start.
+#
+#   sudo bash bench/emu/run.sh [RUNS] [MODES] [TESTS]
+#   e.g. SATPEP_MAIN=/tmp/satpep-main sudo -E bash bench/emu/run.sh 3 "bare plain offload" "tcp1 tcp4 udp"
+#
+# Needs root, iperf3, cc, python3, and target/release/satpep (cargo build --release -p satpep).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+RUNS=${1:-2}
+MODES=${2:-"bare bare-gso main plain offload"}
+TESTS=${3:-"tcp1 tcp4 udp"}
+SATPEP=${SATPEP:-target/release/satpep}
+SECS=${SECS:-10}   # measured seconds, after OMIT seconds of ramp-up
+OMIT=${OMIT:-5}
+UDP_RATE=${UDP_RATE:-2G}
+WORK=$(mktemp -d /tmp/satpep-emu-bench.XXXXXX)
+trap 'cleanup; rm -rf "$WORK"' EXIT
+cc -O2 -o "$WORK/tunfwd" bench/emu/tunfwd.c
+
+# Socket buffers: one stream at 3 Gb/s over 500 ms holds 190 MB in flight, so up to 512 MiB
+# for one stream, 128 MiB each for four (all sockets of the machine share net.ipv4.tcp_mem,
+# here 1.5 GB before "memory pressure", when receivers prune their out-of-order queues and
+# renege on SACKs: four streams at 512 MiB each collapsed into retransmission storms).
+# iperf3's -w cannot go past net.core.{r,w}mem_max, which a namespace may not raise, so the
+# kernel's autotuning sizes the buffers within tcp_rmem/tcp_wmem.
+sysctls() {
+	local max=536870912
+	[[ $1 == tcp4 ]] && max=134217728
+	echo "sysctl -qw net.ipv4.tcp_rmem=\"4096 131072 $max\" net.ipv4.tcp_wmem=\"4096 16384 $max\""
+}
+
+client_args() {
+	case $1 in
+	tcp1) echo "-C cubic -t $SECS -O $OMIT -J" ;;
+	tcp4) echo "-C cubic -P 4 -t $SECS -O $OMIT -J" ;;
+	udp) echo "-u -b $UDP_RATE -l 1448 -t $SECS -J" ;; # no -O: iperf3 miscounts UDP loss with it
+	esac
+}
+
+cleanup() {
+	[[ -n ${FWD:-} ]] && kill "$FWD" 2>/dev/null && wait "$FWD" 2>/dev/null || true
+	FWD=
+	ip netns del tfa 2>/dev/null || true
+	ip netns del tfb 2>/dev/null || true
+}
+
+# iperf3 JSON → "throughput_gbps retransmits_or_loss"
+parse_iperf() {
+	python3 - "$1" <<'EOF'
+import json, sys
+text = open(sys.argv[1]).read()
+try:
+    j = json.loads(text[text.index("{"):])
+except Exception:
+    print("fail -"); sys.exit()
+end = j.get("end", {})
+udp = j.get("start", {}).get("test_start", {}).get("protocol") == "UDP"
+if udp and "sum" in end:
+    # Receiver throughput and loss (iperf3 ≥ 3.16 also has sum_received; older only sum).
+    bps = end.get("sum_received", end["sum"])["bits_per_second"]
+    print(f'{bps/1e9:.2f} {end["sum"].get("lost_percent", 0):.1f}%')
+elif "sum_received" in end:
+    print(f'{end["sum_received"]["bits_per_second"]/1e9:.2f} {end["sum_sent"].get("retransmits", "-")}')
+else:
+    print("fail -")
+EOF
+}
+
+run_bare() { # $1 test, $2 tunfwd flags → prints "gbps retx"
+	cleanup
+	# SCHED_FIFO like satpep's loop: on this shared machine a forwarder under the normal
+	# scheduler is delayed by milliseconds, its TUN queues overflow and TCP retransmits.
+	chrt -f 10 "$WORK/tunfwd" $2 -d 250 tfa0 tfb0 >"$WORK/fwd.out" 2>"$WORK/fwd.err" &
+	FWD=$!
+	for _ in $(seq 50); do grep -q ready "$WORK/fwd.out" 2>/dev/null && break; sleep 0.1; done
+	for ns in tfa tfb; do ip netns add $ns; done
+	ip link set tfa0 netns tfa
+	ip link set tfb0 netns tfb
+	for x in "tfa 10.9.0.1" "tfb 10.9.1.1"; do
+		set -- $x
+		ip netns exec $1 sh -c "sysctl -qw net.ipv6.conf.all.disable_ipv6=1;
+			$(sysctls "$T"); ip link set lo up; ip link set ${1}0 mtu 1500 txqueuelen 1000 up; ip addr add $2/32 dev ${1}0;
+			ip route add default dev ${1}0"
+	done
+	ip netns exec tfb iperf3 -s -1 >/dev/null 2>&1 &
+	local srv=$!
+	sleep 0.5
+	ip netns exec tfa iperf3 -c 10.9.1.1 $(client_args "$T") >"$WORK/iperf.json" 2>&1 || true
+	kill $srv 2>/dev/null || true
+	wait $srv 2>/dev/null || true
+	cleanup
+	parse_iperf "$WORK/iperf.json"
+}
+
+run_emu() { # $1 binary, $2 extra flags → prints "gbps retx p50 p99"
+	local out="$WORK/emu"
+	rm -rf "$out"
+	"$1" emu bench/emu/fast.toml --out "$out" --quiet $2 --server-on term --client-on gw \
+		--server "$(sysctls "$T"); exec iperf3 -s -1" \
+		--client "$(sysctls "$T"); exec iperf3 -c {server} $(client_args "$T")" >/dev/null 2>&1 || true
+	local r
+	r=$(parse_iperf "$out/client.log")
+	python3 - "$out/summary.json" "$r" <<'EOF'
+import json, sys
+try:
+    s = json.load(open(sys.argv[1]))
+    l = s["lateness"]
+    print(sys.argv[2], f'{l["p50_us"]:.0f} {l["p99_us"]:.0f}')
+except Exception:
+    print(sys.argv[2], "- -")
+EOF
+}
+
+echo "| mode | test | load (1 min) | throughput (Gb/s) | retransmits / UDP loss | lateness p50 (µs) | p99 (µs) |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
+for run in $(seq "$RUNS"); do
+	for T in $TESTS; do
+		for M in $MODES; do
+			load=$(cut -d' ' -f1 /proc/loadavg)
+			case $M in
+			bare) r="$(run_bare "$T" "") - -" ;;
+			bare-gso) r="$(run_bare "$T" -o) - -" ;;
+			main) [[ -n ${SATPEP_MAIN:-} ]] || continue; r=$(run_emu "$SATPEP_MAIN" "") ;;
+			plain) r=$(run_emu "$SATPEP" --no-offload) ;;
+			offload) r=$(run_emu "$SATPEP" "") ;;
+			esac
+			set -- $r
+			echo "| $M | $T | $load | $1 | $2 | $3 | $4 |"
+		done
+	done
+done
