@@ -420,6 +420,7 @@ pub(crate) mod tests {
                 ports: Vec::new(),
                 peers: Vec::new(),
                 key: None,
+                mtu: None,
             },
         );
         let mb = Middlebox::new(&tunnel, satpep_proto::rand::Rng::new(1, 1));
