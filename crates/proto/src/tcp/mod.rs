@@ -15,6 +15,7 @@ pub mod script;
 mod stats;
 
 pub use config::{
+    Hystart,
     CcAlgorithm, FullAckCwnd, PartialAckTimer, Profile, Recovery, RtoRearm, RtoSsthresh, TcpConfig,
 };
 pub use endpoint::{State, TcpEndpoint};

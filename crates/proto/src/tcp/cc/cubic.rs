@@ -1,8 +1,10 @@
 //! CUBIC (RFC 9438): window growth as a cubic function of the time since the last reduction,
 //! with the Reno-friendly region (§4.3) and fast convergence (§4.7). Slow start is RFC 5681's
-//! (no HyStart, which RFC 9438 leaves optional; Linux runs HyStart — see docs/validation.md).
+//! (RFC 9438 §4.10 leaves the exit from slow start open), optionally with Linux's HyStart
+//! ([`LinuxHystart`], `hystart = "linux"`).
 
-use super::{slow_start, CongestionControl, Window};
+use super::hystart::LinuxHystart;
+use super::{slow_start, CongestionControl, Round, Window};
 use crate::time::{Duration, Instant};
 
 /// C in segments/s³ (§5.1).
@@ -25,9 +27,26 @@ pub struct Cubic {
     w_est: f64,
     /// cwnd at the start of the epoch (segments).
     cwnd_epoch: f64,
+    /// Linux's HyStart, when configured.
+    hystart: Option<LinuxHystart>,
 }
 
 impl Cubic {
+    /// CUBIC, with Linux's HyStart if `hystart`.
+    pub fn new(hystart: bool) -> Self {
+        Self {
+            hystart: hystart.then(LinuxHystart::default),
+            ..Self::default()
+        }
+    }
+
+    /// HyStart's detections so far: (ACK train, delay).
+    pub fn hystart_detections(&self) -> (u32, u32) {
+        self.hystart
+            .as_ref()
+            .map_or((0, 0), |h| (h.train_detect, h.delay_detect))
+    }
+
     /// W_cubic(t) in segments (eq. 1).
     fn w_cubic(&self, t: f64) -> f64 {
         C * (t - self.k).powi(3) + self.w_max
@@ -93,6 +112,27 @@ impl CongestionControl for Cubic {
 
     fn on_rto(&mut self, _now: Instant, _flight: u64, w: &mut Window) {
         self.reduce(w);
+    }
+
+    fn on_rtt_sample(&mut self, now: Instant, rtt: Duration, round: Round, w: &mut Window) {
+        let Some(h) = self.hystart.as_mut() else {
+            return;
+        };
+        // `cubictcp_acked`: "Discard delay samples right after fast recovery" (for 1 s after
+        // the epoch began).
+        if self
+            .epoch_start
+            .is_some_and(|e| now.saturating_since(e) < Duration::from_secs(1))
+        {
+            return;
+        }
+        h.on_rtt_sample(now, rtt, round.snd_una, round.snd_nxt, round.srtt, w);
+    }
+
+    fn on_rto_round(&mut self, now: Instant, snd_nxt: u64) {
+        if let Some(h) = self.hystart.as_mut() {
+            h.on_rto(now, snd_nxt);
+        }
     }
 }
 
