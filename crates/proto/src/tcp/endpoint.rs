@@ -1044,7 +1044,7 @@ impl TcpEndpoint {
                     continue;
                 }
                 if !s.retransmitted {
-                    if best.map_or(true, |(o, _)| pos < o) {
+                    if best.is_none_or(|(o, _)| pos < o) {
                         best = Some((pos, s.sent));
                     }
                     break;
@@ -1257,11 +1257,13 @@ impl TcpEndpoint {
         }
         if self.config.prr && self.in_sack_recovery() {
             // DeliveredData (RFC 6937 §3): the change in SND.UNA plus the change in SACKed bytes.
-            let delivered = (self.snd_una - una_before + self.scoreboard.total())
-                .saturating_sub(sacked_before);
+            let delivered =
+                (self.snd_una - una_before + self.scoreboard.total()).saturating_sub(sacked_before);
             let boundary = self.loss_boundary();
             let newly_lost = boundary > boundary_before.max(self.snd_una)
-                && self.scoreboard.covered(boundary_before.max(self.snd_una), boundary)
+                && self
+                    .scoreboard
+                    .covered(boundary_before.max(self.snd_una), boundary)
                     < boundary - boundary_before.max(self.snd_una);
             self.prr_on_ack(delivered, self.snd_una > una_before && !newly_lost);
         }
@@ -1318,7 +1320,13 @@ impl TcpEndpoint {
         self.cc.on_rtt_sample(now, r, round, &mut self.win);
     }
 
-    fn on_new_ack(&mut self, now: Instant, seg: &TcpRepr, ack_off: u64, sack_sent: Option<Instant>) {
+    fn on_new_ack(
+        &mut self,
+        now: Instant,
+        seg: &TcpRepr,
+        ack_off: u64,
+        sack_sent: Option<Instant>,
+    ) {
         let flight_before = self.snd_max - self.snd_una;
         let data_before = self.bytes_acked();
         // RTT: timestamps (RFC 7323 §4) or one timed segment at a time (Karn), else (with

@@ -184,13 +184,7 @@ impl HystartPlusPlus {
 
     /// An ACK that acknowledged new data in slow start, with its RTT sample if any, when
     /// SND.UNA is `snd_una` and SND.NXT `snd_nxt`. Sets `w.ssthresh = w.cwnd` when CSS ends.
-    pub fn on_ack(
-        &mut self,
-        rtt: Option<Duration>,
-        snd_una: u64,
-        snd_nxt: u64,
-        w: &mut Window,
-    ) {
+    pub fn on_ack(&mut self, rtt: Option<Duration>, snd_una: u64, snd_nxt: u64, w: &mut Window) {
         if self.done || !w.in_slow_start() {
             return;
         }
@@ -201,7 +195,8 @@ impl HystartPlusPlus {
         }
         let window_end = *self.window_end.get_or_insert(snd_nxt);
         if let Some(rtt) = rtt {
-            self.current_round_min_rtt = Some(self.current_round_min_rtt.map_or(rtt, |m| m.min(rtt)));
+            self.current_round_min_rtt =
+                Some(self.current_round_min_rtt.map_or(rtt, |m| m.min(rtt)));
             self.rtt_sample_count += 1;
         }
         if self.rtt_sample_count >= MIN_SAMPLES {
@@ -254,7 +249,10 @@ mod tests {
     #[test]
     fn delay_threshold_is_an_eighth_clamped_to_4_and_16_ms() {
         assert_eq!(delay_thresh(Duration::from_millis(20)), DELAY_MIN);
-        assert_eq!(delay_thresh(Duration::from_millis(80)), Duration::from_millis(10));
+        assert_eq!(
+            delay_thresh(Duration::from_millis(80)),
+            Duration::from_millis(10)
+        );
         assert_eq!(delay_thresh(Duration::from_millis(500)), DELAY_MAX);
     }
 
@@ -263,7 +261,10 @@ mod tests {
         let w = win(100);
         assert_eq!(ack_delay(&w, None), Duration::ZERO);
         // 2·65536·0.5 s / 100 000 B = 655 ms: capped.
-        assert_eq!(ack_delay(&w, Some(Duration::from_millis(500))), Duration::from_millis(1));
+        assert_eq!(
+            ack_delay(&w, Some(Duration::from_millis(500))),
+            Duration::from_millis(1)
+        );
         // 2·65536·1 ms / 1 000 000 B = 131 µs.
         let big = win(1000);
         assert_eq!(
@@ -280,14 +281,28 @@ mod tests {
         let mut h = LinuxHystart::default();
         let mut w = win(15);
         for ms in 0..60 {
-            h.on_rtt_sample(Instant(ms * 1_000_000), rtt, 1 + ms, 1000, Some(rtt), &mut w);
+            h.on_rtt_sample(
+                Instant(ms * 1_000_000),
+                rtt,
+                1 + ms,
+                1000,
+                Some(rtt),
+                &mut w,
+            );
         }
         assert_eq!(w.ssthresh, u64::MAX, "below hystart_low_window");
         let mut h = LinuxHystart::default();
         let mut w = win(16);
         let mut at = None;
         for ms in 0..60 {
-            h.on_rtt_sample(Instant(ms * 1_000_000), rtt, 1 + ms, 1000, Some(rtt), &mut w);
+            h.on_rtt_sample(
+                Instant(ms * 1_000_000),
+                rtt,
+                1 + ms,
+                1000,
+                Some(rtt),
+                &mut w,
+            );
             if at.is_none() && w.ssthresh != u64::MAX {
                 at = Some(ms);
             }
@@ -326,7 +341,11 @@ mod tests {
                 let t = Instant(200_000_000 + i * 10_000_000);
                 h.on_rtt_sample(t, high, 11 + i, 30, Some(base), &mut w);
                 let expect = fires && i == 8;
-                assert_eq!(w.ssthresh != u64::MAX, expect, "rise {rise_us} µs, sample {i}");
+                assert_eq!(
+                    w.ssthresh != u64::MAX,
+                    expect,
+                    "rise {rise_us} µs, sample {i}"
+                );
             }
             assert_eq!(h.delay_detect, u32::from(fires));
         }
@@ -345,7 +364,14 @@ mod tests {
         w.ssthresh = u64::MAX;
         h.on_rtt_sample(Instant(8_000_000), rtt, 1, 100, None, &mut w);
         assert_eq!(w.ssthresh, u64::MAX, "found: no second detection");
-        h.on_rtt_sample(Instant(9_000_000), Duration::from_millis(20), 1, 100, None, &mut w);
+        h.on_rtt_sample(
+            Instant(9_000_000),
+            Duration::from_millis(20),
+            1,
+            100,
+            None,
+            &mut w,
+        );
         h.on_rto(Instant(100_000_000), 200);
         let mut at = None;
         for ms in 100..115 {
