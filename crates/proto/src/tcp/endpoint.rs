@@ -1832,3 +1832,93 @@ fn wscale_for(buffer: u64) -> u8 {
 fn ts_clock(now: Instant) -> u32 {
     (now.as_nanos() / 1_000_000) as u32
 }
+
+#[cfg(test)]
+mod prr_tests {
+    use super::*;
+    use crate::tcp::Profile;
+
+    /// In SACK recovery since SND.UNA = 1 (segment 1:1001 lost, SMSS 1000), `snd_max` sent,
+    /// `sacked` SACKed, ssthresh and counters as given.
+    fn in_recovery(
+        snd_max: u64,
+        sacked: (u64, u64),
+        ssthresh: u64,
+        prr: (u64, u64),
+    ) -> TcpEndpoint {
+        let mut c = TcpConfig::for_profile(Profile::Rfc);
+        c.mss = 1000;
+        c.prr = true;
+        let mut ep = TcpEndpoint::new(c, (Ipv4Addr::LOCALHOST, 1), (Ipv4Addr::LOCALHOST, 2), 0);
+        ep.sack_ok = true;
+        ep.smss = 1000;
+        ep.win.mss = 1000;
+        ep.snd_una = 1;
+        ep.snd_nxt = snd_max;
+        ep.snd_max = snd_max;
+        ep.win.ssthresh = ssthresh;
+        ep.scoreboard.insert(sacked.0, sacked.1);
+        ep.recovery = Some(FastRecovery {
+            recover: snd_max,
+            high_rxt: 1001,
+            since: Instant::ZERO,
+            partial_acks: 0,
+            prr_delivered: prr.0,
+            prr_out: prr.1,
+            recover_fs: snd_max - 1,
+        });
+        ep
+    }
+
+    /// RFC 6937 §3.1, pipe > ssthresh: sndcnt = ⌈prr_delivered·ssthresh/RecoverFS⌉ − prr_out in
+    /// whole segments (RecoverFS 20 segments, ssthresh 10: one segment per two delivered).
+    #[test]
+    fn proportional_part_sends_one_segment_per_two_delivered() {
+        // The entering ACK: pipe 16 segments without the unsent retransmission; ⌈0.5⌉ = 1.
+        let mut ep = in_recovery(20_001, (1001, 4001), 10_000, (0, 0));
+        ep.prr_on_ack(1000, false);
+        assert_eq!(ep.cwnd(), 17_000);
+        // The retransmission went out: ⌈1.0⌉ − 1 = 0, then ⌈1.5⌉ − 1 = 1.
+        let mut ep = in_recovery(20_001, (1001, 5001), 10_000, (1000, 1000));
+        ep.prr_on_ack(1000, false);
+        assert_eq!(ep.cwnd(), 16_000, "pipe 15 + 1 resent, nothing more");
+        let mut ep = in_recovery(20_001, (1001, 6001), 10_000, (2000, 1000));
+        ep.prr_on_ack(1000, false);
+        assert_eq!(ep.cwnd(), 16_000, "pipe 14 + 1 resent + one new");
+        assert_eq!(ep.recovery.map(|r| r.prr_delivered), Some(3000));
+    }
+
+    /// PRR-SSRB (pipe ≤ ssthresh): min(ssthresh − pipe, max(prr_delivered − prr_out,
+    /// DeliveredData) + 1 SMSS on an ACK that advances SND.UNA and marks nothing newly lost).
+    #[test]
+    fn slow_start_reduction_bound_adds_a_segment_only_on_a_safe_ack() {
+        // pipe = 2 unSACKed + 1 resent = 3 segments, ssthresh 5: room for 2; delivered 1 and
+        // prr_delivered − prr_out = 0 after it.
+        for (safe, cwnd) in [(false, 4000), (true, 5000)] {
+            let mut ep = in_recovery(10_001, (1001, 8001), 5000, (2000, 3000));
+            ep.prr_on_ack(1000, safe);
+            assert_eq!(ep.cwnd(), cwnd, "safe {safe}");
+        }
+        // prr_delivered − prr_out larger than the room: the room bounds it.
+        let mut ep = in_recovery(10_001, (1001, 8001), 5000, (9000, 3000));
+        ep.prr_on_ack(1000, true);
+        assert_eq!(ep.cwnd(), 5000);
+    }
+
+    /// Nothing delivered: cwnd untouched. Nothing sent yet: at least one segment (Linux's
+    /// "Force a fast retransmit upon entering fast recovery").
+    #[test]
+    fn no_delivery_changes_nothing_and_the_first_ack_allows_the_retransmission() {
+        let mut ep = in_recovery(10_001, (1001, 4001), 5000, (0, 0));
+        ep.win.cwnd = 1234;
+        ep.prr_on_ack(0, true);
+        assert_eq!(ep.cwnd(), 1234);
+        // pipe (without the unsent retransmission) = 6 segments > ssthresh 5: ⌈1·5/10⌉ = 1.
+        ep.prr_on_ack(1000, false);
+        assert_eq!(ep.cwnd(), 7000);
+        // pipe = ssthresh: PRR-SSRB gives 0, raised to one segment.
+        let mut ep = in_recovery(10_001, (1001, 5001), 5000, (0, 0));
+        ep.prr_on_ack(1000, false);
+        assert_eq!(ep.cwnd(), 6000);
+    }
+}
