@@ -366,20 +366,27 @@ queue = { limit_packets = 833 }"#,
         sim.run_until(at(10.0));
         let ep = sim.opener(0);
         println!("{tcp}: ssthresh {:?}, {:?}", ep.ssthresh(), ep.stats());
-        (ep.ssthresh(), ep.stats().retransmissions)
+        (
+            ep.ssthresh(),
+            ep.stats().retransmissions,
+            ep.hystart_detections(),
+        )
     };
-    let (_, off) = run("profile = \"linux\"\nhystart = \"off\"");
+    let (_, off, none) = run("profile = \"linux\"\nhystart = \"off\"");
+    assert_eq!(none, (0, 0));
     assert!(off > 1000, "without HyStart: {off} retransmissions");
-    let (ssthresh, retx) = run("profile = \"linux\"");
+    let (ssthresh, retx, detections) = run("profile = \"linux\"");
     assert_eq!(retx, 0);
+    // By the ACK train, as Linux's nstat counters show on this path (docs/validation.md §1c).
+    assert_eq!(detections, (1, 0), "HyStart exits (train, delay)");
     // Left slow start above the BDP (833 packets) and below BDP + queue (1 666).
     let segments = ssthresh.map_or(0, |s| s / 1448);
     assert!(
         (833..1666).contains(&segments),
         "ssthresh {segments} segments"
     );
-    let (_, plus_plus) = run("hystart = \"rfc9406\"\nabc_segments = 2");
-    let (_, plain) = run("abc_segments = 2");
+    let (_, plus_plus, _) = run("hystart = \"rfc9406\"\nabc_segments = 2");
+    let (_, plain, _) = run("abc_segments = 2");
     assert!(
         plus_plus * 4 < plain,
         "HyStart++ {plus_plus} retransmissions, none {plain}"

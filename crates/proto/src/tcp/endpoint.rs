@@ -664,6 +664,11 @@ impl TcpEndpoint {
     pub fn ssthresh(&self) -> Option<u64> {
         (self.win.ssthresh != u64::MAX).then_some(self.win.ssthresh)
     }
+    /// Linux HyStart's slow-start exits so far, (ACK train, delay): nstat's
+    /// `TCPHystartTrainDetect` and `TCPHystartDelayDetect`; (0, 0) without `hystart = "linux"`.
+    pub fn hystart_detections(&self) -> (u32, u32) {
+        self.cc.hystart_detections()
+    }
     /// RTT estimator (SRTT, RTTVAR, RTO, mean of samples).
     pub fn rtt(&self) -> &RttEstimator {
         &self.rtt
