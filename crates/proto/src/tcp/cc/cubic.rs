@@ -192,4 +192,53 @@ mod tests {
         let grown = (w.cwnd - start) as f64 / mss as f64;
         assert!(grown > 3.0, "grew only {grown} segments");
     }
+
+    /// `cubictcp_acked` drops RTT samples for 1 s after a congestion-avoidance epoch began; a
+    /// timeout (`on_rto_round`) lets HyStart detect again. RTT 10 ms, no SRTT: the ACK train
+    /// fires when it has lasted more than 5 ms.
+    #[test]
+    fn hystart_ignores_samples_for_a_second_after_the_epoch_and_rearms_at_a_timeout() {
+        let mss = 1000;
+        let mut w = Window {
+            cwnd: 20 * mss,
+            ssthresh: 10 * mss,
+            mss,
+            abc_limit: mss,
+        };
+        let mut c = Cubic::new(true);
+        // Congestion avoidance: the epoch begins at t = 0.
+        c.on_ack(Instant::ZERO, mss, &mut w, Some(Duration::from_millis(10)));
+        w.ssthresh = u64::MAX;
+        let rtt = Duration::from_millis(10);
+        let round = Round {
+            snd_una: 1,
+            snd_nxt: 100_000,
+            srtt: None,
+        };
+        let mut fired_at = None;
+        for us in (500_000..520_000).chain(994_000..1_020_000).step_by(1000) {
+            c.on_rtt_sample(Instant(us * 1000), rtt, round, &mut w);
+            if fired_at.is_none() && w.ssthresh != u64::MAX {
+                fired_at = Some(us);
+            }
+        }
+        // The first sample kept is the one at 1.000 s: the round starts there.
+        assert_eq!(fired_at, Some(1_006_000));
+        assert_eq!(c.hystart_detections(), (1, 0));
+        // A timeout starts detection over (and forgets the epoch, so nothing is dropped).
+        c.on_rto(Instant(2_000_000_000), w.cwnd, &mut w);
+        c.on_rto_round(Instant(2_000_000_000), 200_000);
+        w.cwnd = 20 * mss;
+        w.ssthresh = u64::MAX;
+        for ms in 2_100..2_110 {
+            let round = Round {
+                snd_una: 200_001,
+                snd_nxt: 300_000,
+                srtt: None,
+            };
+            c.on_rtt_sample(Instant(ms * 1_000_000), rtt, round, &mut w);
+        }
+        assert_eq!(c.hystart_detections(), (2, 0));
+        assert_eq!(w.ssthresh, 20 * mss);
+    }
 }
