@@ -439,4 +439,35 @@ mod tests {
         h.on_ack(Some(Duration::from_millis(1)), 1, 2, &mut w);
         assert!(h.done);
     }
+
+    /// delay_min follows the least sample: after 20 ms then 10 ms samples the train threshold
+    /// is 5 ms (it would be 10 ms with delay_min stuck at 20 ms).
+    #[test]
+    fn delay_min_is_the_least_sample() {
+        let mut h = LinuxHystart::default();
+        let mut w = win(20);
+        h.on_rtt_sample(
+            Instant::ZERO,
+            Duration::from_millis(20),
+            1,
+            100,
+            None,
+            &mut w,
+        );
+        let mut at = None;
+        for ms in 1..12 {
+            h.on_rtt_sample(
+                Instant(ms * 1_000_000),
+                Duration::from_millis(10),
+                1,
+                100,
+                None,
+                &mut w,
+            );
+            if at.is_none() && w.ssthresh != u64::MAX {
+                at = Some(ms);
+            }
+        }
+        assert_eq!(at, Some(6));
+    }
 }
