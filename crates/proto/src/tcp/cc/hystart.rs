@@ -470,4 +470,36 @@ mod tests {
         }
         assert_eq!(at, Some(6));
     }
+
+    /// A round ends when SND.UNA passes end_seq (`after(snd_una, end_seq)`), not when it
+    /// reaches it: ACKs at exactly end_seq continue the train, which fires at 6 ms.
+    #[test]
+    fn the_round_ends_only_past_end_seq() {
+        let rtt = Duration::from_millis(10);
+        let mut h = LinuxHystart::default();
+        let mut w = win(20);
+        // The first sample starts a round ending at 1000.
+        h.on_rtt_sample(Instant::ZERO, rtt, 1, 1000, None, &mut w);
+        for ms in 1..7 {
+            h.on_rtt_sample(Instant(ms * 1_000_000), rtt, 1000, 2000, None, &mut w);
+        }
+        assert_eq!(w.ssthresh, 20_000);
+    }
+
+    /// A loss ends HyStart++ for good (RFC 9406 §4.2, §4.3): no CSS afterwards.
+    #[test]
+    fn hystart_plus_plus_stops_at_a_loss() {
+        let mut h = HystartPlusPlus::default();
+        let mut w = win(20);
+        for _ in 0..8 {
+            h.on_ack(Some(Duration::from_millis(100)), 1, 100, &mut w);
+        }
+        h.on_ack(None, 100, 200, &mut w);
+        h.on_loss();
+        for _ in 0..8 {
+            h.on_ack(Some(Duration::from_millis(200)), 101, 200, &mut w);
+        }
+        assert!(!h.in_css());
+        assert_eq!(w.ssthresh, u64::MAX);
+    }
 }
