@@ -993,12 +993,23 @@ fn hystart_sets_ssthresh_before_any_loss_and_plain_slow_start_does_not() {
         let st = p.a.stats();
         assert_eq!(st.retransmissions, 0, "{hystart:?}");
         let ssthresh = p.a.ssthresh();
-        println!("{hystart:?}: ssthresh {ssthresh:?}, cwnd {}", p.a.cwnd());
+        let detections = p.a.hystart_detections();
+        println!(
+            "{hystart:?}: ssthresh {ssthresh:?}, cwnd {}, {detections:?}",
+            p.a.cwnd()
+        );
+        let expect = if hystart == Hystart::Linux {
+            (0, 1)
+        } else {
+            (0, 0)
+        };
+        assert_eq!(detections, expect, "{hystart:?}: (ACK train, delay) exits");
         match hystart {
             Hystart::Off => assert_eq!(ssthresh, None),
             // Above the BDP, and far below where plain slow start got (6.5 MB): measured 487 kB
-            // with Linux's HyStart (the queue drains between the bursts of early rounds, so a
-            // round's minimum RTT rises late), 1.23 MB with HyStart++ (5 rounds of CSS first).
+            // with Linux's HyStart, by its delay test (the queue drains between the bursts of
+            // early rounds, so a round's minimum RTT rises late), 1.23 MB with HyStart++ (5
+            // rounds of CSS first).
             _ => assert!(
                 ssthresh.is_some_and(|s| (125_000..2_000_000).contains(&s)),
                 "{hystart:?}: {ssthresh:?}"
