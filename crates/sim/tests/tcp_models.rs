@@ -340,3 +340,55 @@ queue = { limit_packets = 1000 }"#,
         "goodput {g:.0} b/s: the sender did not recover from the overshoot"
     );
 }
+
+/// Slow-start exit before a loss on the GEO path of scenarios/linux_profile (20/2 Mb/s, 500 ms
+/// RTT, one-BDP queue of 833 packets): without it CUBIC's slow start overflows the queue
+/// (thousands of retransmissions, as docs/validation.md §1c measured before HyStart); Linux's
+/// HyStart (`linux` profile) sets ssthresh between the BDP and BDP + queue with nothing lost.
+/// HyStart++ (RFC 9406, `rfc` profile with L = 2) only damps the overshoot here: measured 450
+/// retransmissions against 2 004 without (its round minimum RTT rises late behind the bursts of
+/// an unpaced slow start).
+#[test]
+fn hystart_ends_slow_start_before_the_queue_overflows() {
+    let run = |tcp: &str| {
+        let text = path(
+            r#"rate = "20Mbps"
+delay = "250ms"
+queue = { limit_packets = 833 }"#,
+            r#"rate = "2Mbps"
+delay = "250ms"
+queue = { limit_packets = 833 }"#,
+            &format!("cc = \"cubic\"\nrecv_buffer = \"64MB\"\nsend_buffer = \"64MB\"\n{tcp}"),
+            r#"{ kind = "bulk", duration = "10s" }"#,
+            "",
+        );
+        let mut sim = build(&text);
+        sim.run_until(at(10.0));
+        let ep = sim.opener(0);
+        println!("{tcp}: ssthresh {:?}, {:?}", ep.ssthresh(), ep.stats());
+        (
+            ep.ssthresh(),
+            ep.stats().retransmissions,
+            ep.hystart_detections(),
+        )
+    };
+    let (_, off, none) = run("profile = \"linux\"\nhystart = \"off\"");
+    assert_eq!(none, (0, 0));
+    assert!(off > 1000, "without HyStart: {off} retransmissions");
+    let (ssthresh, retx, detections) = run("profile = \"linux\"");
+    assert_eq!(retx, 0);
+    // By the ACK train, as Linux's nstat counters show on this path (docs/validation.md §1c).
+    assert_eq!(detections, (1, 0), "HyStart exits (train, delay)");
+    // Left slow start above the BDP (833 packets) and below BDP + queue (1 666).
+    let segments = ssthresh.map_or(0, |s| s / 1448);
+    assert!(
+        (833..1666).contains(&segments),
+        "ssthresh {segments} segments"
+    );
+    let (_, plus_plus, _) = run("hystart = \"rfc9406\"\nabc_segments = 2");
+    let (_, plain, _) = run("abc_segments = 2");
+    assert!(
+        plus_plus * 4 < plain,
+        "HyStart++ {plus_plus} retransmissions, none {plain}"
+    );
+}

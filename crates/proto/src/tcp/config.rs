@@ -45,7 +45,8 @@ pub enum Profile {
     Rfc,
     /// Linux (v6.x) where it departs from the RFCs: 200 ms minimum RTO, the timer re-armed when
     /// the head is retransmitted, ssthresh from cwnd, quick ACKs at the start, no slow-start
-    /// byte-counting limit. PRR, RACK-TLP and HyStart are not modelled (docs/tcp-profiles.md).
+    /// byte-counting limit, CUBIC's HyStart, RTT samples from SACKed data, PRR. RACK-TLP is not
+    /// modelled (docs/tcp-profiles.md).
     Linux,
     /// ns-2.35's one-way agents and `TCPSink` with their default variables: timer restarted on
     /// every retransmission, Reno's recover check (`bugFix_`), ssthresh from the window at a
@@ -111,6 +112,25 @@ pub enum FullAckCwnd {
     /// Option (2), ssthresh: ns-2 (`exit_recovery_fix_ 0` leaves `cwnd_` at ssthresh) and Linux
     /// (`tcp_end_cwnd_reduction`).
     Ssthresh,
+}
+
+/// How slow start may end before a loss (RFC 9438 §4.10 leaves the choice to the stack).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Hystart {
+    /// Slow start ends only at a loss or at ssthresh (RFC 5681 §3.1).
+    #[default]
+    Off,
+    /// Linux CUBIC's HyStart (`tcp_cubic.c`, `hystart = 1`, `hystart_detect = 3`): from a
+    /// window of 16 segments, ssthresh is set to cwnd when a round's ACK train lasts longer than
+    /// half the minimum RTT (ACKs at most 2 ms apart) or when the least of a round's first 8 RTT
+    /// samples exceeds the minimum RTT by clamp(minRTT/8, 4 ms, 16 ms). CUBIC only.
+    Linux,
+    /// HyStart++ (RFC 9406): on a delay rise of clamp(lastRoundMinRTT/8, 4 ms, 16 ms) between
+    /// rounds, Conservative Slow Start (a quarter of slow start's growth) for up to 5 rounds, back
+    /// to slow start if the RTT falls below the baseline again. Only the first slow start (§4.3).
+    /// Any controller.
+    Rfc9406,
 }
 
 macro_rules! tcp_config {
@@ -232,6 +252,19 @@ tcp_config! {
     /// arrive exactly there, and ns-2 does not halve again (bench/peers/compare-ns2-return.sh,
     /// 9.6 kb/s return link). Default: false; `ns2`: true.
     recover_inclusive: bool,
+    /// Slow-start exit before a loss. Default: `"off"` (RFC 5681; RFC 9406 is optional and the
+    /// reproduced papers predate it); `linux`: `"linux"` (CUBIC's HyStart, `tcp_cubic.c`).
+    hystart: Hystart,
+    /// RTT samples from SACKed data: an ACK that does not yield a sample from cumulatively
+    /// acknowledged data takes one from the first newly SACKed segment never retransmitted
+    /// (Linux `tcp_sacktag_one` / `tcp_clean_rtx_queue`: `sack_rtt_us`, used by
+    /// `tcp_ack_update_rtt`). Default: false (RFC 7323 §4.1 samples only ACKs that advance the
+    /// left edge); `linux`: true.
+    sack_rtt: bool,
+    /// Proportional Rate Reduction (RFC 6937, reduction bound PRR-SSRB as Linux 6.1's
+    /// `tcp_cwnd_reduction`) sets cwnd on each ACK of SACK recovery instead of RFC 6675's
+    /// cwnd = ssthresh at once. Default: false; `linux`: true.
+    prr: bool,
 }
 
 impl TcpConfig {
@@ -268,6 +301,9 @@ impl TcpConfig {
             full_ack_cwnd: FullAckCwnd::Flight,
             reno_recover_check: false,
             recover_inclusive: false,
+            hystart: Hystart::Off,
+            sack_rtt: false,
+            prr: false,
         };
         match p {
             Profile::Rfc => rfc,
@@ -284,6 +320,9 @@ impl TcpConfig {
                 rto_ssthresh: RtoSsthresh::WindowOnce,
                 full_ack_cwnd: FullAckCwnd::Ssthresh,
                 reno_recover_check: true,
+                hystart: Hystart::Linux,
+                sack_rtt: true,
+                prr: true,
                 ..rfc
             },
             Profile::Ns2 => Self {

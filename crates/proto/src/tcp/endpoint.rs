@@ -16,15 +16,19 @@
 //! and read with [`TcpEndpoint::read_bytes`]. The protocol logic is the same in both modes.
 //!
 //! What the model leaves out (on purpose, for now): TIME-WAIT lasts zero time (the endpoint stays
-//! in `TimeWait` and still answers a retransmitted FIN), no PRR or rate halving in SACK recovery
-//! (RFC 6675 as written), no D-SACK or reneging, no ECN, no Nagle (applications write in large
+//! in `TimeWait` and still answers a retransmitted FIN), PRR (RFC 6937) only in SACK recovery
+//! and only with `prr` (otherwise RFC 6675 as written), no D-SACK or reneging, no ECN, no Nagle (applications write in large
 //! blocks), no urgent data, no RST generation for unknown connections (the host counts them).
 
+use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
 use super::bytes::ByteStore;
-use super::cc::{AnyCc, CongestionControl, Window};
-use super::config::{FullAckCwnd, PartialAckTimer, Recovery, RtoRearm, RtoSsthresh, TcpConfig};
+use super::cc::hystart::CSS_GROWTH_DIVISOR;
+use super::cc::{AnyCc, CongestionControl, HystartPlusPlus, Round, Window};
+use super::config::{
+    FullAckCwnd, Hystart, PartialAckTimer, Recovery, RtoRearm, RtoSsthresh, TcpConfig,
+};
 use super::ranges::RangeSet;
 use super::rtt::RttEstimator;
 use super::stats::TcpStats;
@@ -85,6 +89,22 @@ struct FastRecovery {
     /// NewReno partial ACKs so far (RFC 6582 §4: the Impatient variant restarts the timer at
     /// the first only).
     partial_acks: u32,
+    /// PRR (RFC 6937 §3): bytes delivered to the receiver since recovery began.
+    prr_delivered: u64,
+    /// PRR: bytes sent since recovery began.
+    prr_out: u64,
+    /// PRR: RecoverFS, the FlightSize when recovery began.
+    recover_fs: u64,
+}
+
+/// A data segment as first sent, for RTT samples from SACKed data (`sack_rtt`).
+#[derive(Clone, Copy, Debug)]
+struct SentSegment {
+    start: u64,
+    end: u64,
+    sent: Instant,
+    /// Sent again since: Karn's rule keeps it from giving an RTT sample.
+    retransmitted: bool,
 }
 
 /// A TCP endpoint. See the module documentation for the call order.
@@ -120,6 +140,11 @@ pub struct TcpEndpoint {
     max_snd_wnd: u64,
     win: Window,
     cc: AnyCc,
+    /// HyStart++ (`hystart = "rfc9406"`).
+    hystart_pp: Option<HystartPlusPlus>,
+    /// Segments sent and not yet cumulatively acknowledged, in offset order (only with
+    /// `sack_rtt`; Linux keeps the same send times on its retransmit queue).
+    sent_log: VecDeque<SentSegment>,
     rtt: RttEstimator,
     /// Karn's rule without timestamps: (offset whose ACK ends the sample, send time).
     rtt_timing: Option<(u64, Instant)>,
@@ -208,7 +233,9 @@ impl TcpEndpoint {
             0
         };
         Self {
-            cc: AnyCc::new(config.cc, config.ca_byte_counting),
+            cc: AnyCc::new(config.cc, config.ca_byte_counting, config.hystart),
+            hystart_pp: (config.hystart == Hystart::Rfc9406).then(HystartPlusPlus::default),
+            sent_log: VecDeque::new(),
             win: Window {
                 cwnd: mss,
                 ssthresh,
@@ -637,6 +664,11 @@ impl TcpEndpoint {
     pub fn ssthresh(&self) -> Option<u64> {
         (self.win.ssthresh != u64::MAX).then_some(self.win.ssthresh)
     }
+    /// Linux HyStart's slow-start exits so far, (ACK train, delay): nstat's
+    /// `TCPHystartTrainDetect` and `TCPHystartDelayDetect`; (0, 0) without `hystart = "linux"`.
+    pub fn hystart_detections(&self) -> (u32, u32) {
+        self.cc.hystart_detections()
+    }
     /// RTT estimator (SRTT, RTTVAR, RTO, mean of samples).
     pub fn rtt(&self) -> &RttEstimator {
         &self.rtt
@@ -942,6 +974,12 @@ impl TcpEndpoint {
         let len = end - off;
         let seg = self.segment(now, off, len as u32);
         self.stats.bytes_sent += len;
+        if let Some(r) = self.recovery.as_mut() {
+            r.prr_out += len;
+        }
+        if self.config.sack_rtt {
+            self.log_sent(now, off, end);
+        }
         if retransmission {
             self.stats.retransmissions += 1;
             self.stats.bytes_retransmitted += len;
@@ -963,6 +1001,63 @@ impl TcpEndpoint {
             self.set_timer(Timer::Rto, now + self.rtt.rto());
         }
         seg
+    }
+
+    /// `sack_rtt`: remember when `off..end` was first sent, or that it has been sent again.
+    fn log_sent(&mut self, now: Instant, off: u64, end: u64) {
+        let first = self.sent_log.partition_point(|s| s.end <= off);
+        for s in self.sent_log.range_mut(first..) {
+            if s.start >= end {
+                break;
+            }
+            s.retransmitted = true;
+        }
+        let logged_to = self.sent_log.back().map_or(0, |s| s.end);
+        if end > logged_to.max(off) {
+            let start = logged_to.max(off);
+            self.sent_log.push_back(SentSegment {
+                start,
+                end,
+                sent: now,
+                // Part of a segment sent before (go-back-N over a shorter old segment).
+                retransmitted: start > off,
+            });
+        }
+    }
+
+    /// Linux `tcp_sacktag_one` (`first_sackt`): the send time of the lowest newly SACKed
+    /// segment never retransmitted, among the ACK's blocks `sack` (offsets), before they are
+    /// added to the scoreboard.
+    fn first_sackt(&self, blocks: &[(u64, u64)]) -> Option<(u64, Instant)> {
+        let mut best: Option<(u64, Instant)> = None;
+        for &(l, r) in blocks {
+            let mut pos = l;
+            while pos < r {
+                if let Some((_, e)) = self.scoreboard.containing(pos) {
+                    pos = e;
+                    continue;
+                }
+                let i = self.sent_log.partition_point(|s| s.end <= pos);
+                let Some(s) = self.sent_log.get(i) else {
+                    break;
+                };
+                if s.start >= r {
+                    break;
+                }
+                if s.start > pos {
+                    pos = s.start;
+                    continue;
+                }
+                if !s.retransmitted {
+                    if best.is_none_or(|(o, _)| pos < o) {
+                        best = Some((pos, s.sent));
+                    }
+                    break;
+                }
+                pos = s.end;
+            }
+        }
+        best
     }
 
     /// RFC 6675 §5 step (C): transmit while cwnd − pipe ≥ 1 SMSS, choosing with NextSeg().
@@ -1105,13 +1200,26 @@ impl TcpEndpoint {
             return;
         }
         let ack_off = ack_off as u64;
+        let una_before = self.snd_una;
+        let sacked_before = self.scoreboard.total();
+        let boundary_before = self.loss_boundary();
         let mut new_sack = false;
+        let mut sack_sent = None;
         if self.sack_ok {
+            let mut blocks = [(0, 0); 4];
+            let mut n = 0;
             for &(l, r) in seg.sack.as_slice() {
                 let (l, r) = (self.snd_offset(l), self.snd_offset(r));
-                if l < r && l >= ack_off as i64 && r <= self.snd_max as i64 {
-                    new_sack |= self.scoreboard.insert(l as u64, r as u64) > 0;
+                if l < r && l >= ack_off as i64 && r <= self.snd_max as i64 && n < blocks.len() {
+                    blocks[n] = (l as u64, r as u64);
+                    n += 1;
                 }
+            }
+            if self.config.sack_rtt {
+                sack_sent = self.first_sackt(&blocks[..n]).map(|(_, t)| t);
+            }
+            for &(l, r) in &blocks[..n] {
+                new_sack |= self.scoreboard.insert(l, r) > 0;
             }
         }
         let old_wnd = self.snd_wnd;
@@ -1135,37 +1243,128 @@ impl TcpEndpoint {
         }
 
         if ack_off > self.snd_una {
-            self.on_new_ack(now, seg, ack_off);
-        } else if seg.payload_len == 0
-            && !seg.flags.contains(TcpFlags::SYN)
-            && !seg.flags.contains(TcpFlags::FIN)
-            && self.snd_max > self.snd_una
-            && (wnd == old_wnd || new_sack)
-        {
-            self.on_dup_ack(now, new_sack);
+            self.on_new_ack(now, seg, ack_off, sack_sent);
+        } else {
+            // `sack_rtt` (Linux `tcp_ack_update_rtt`: `seq_rtt_us < 0` takes `sack_rtt_us`).
+            if let Some(t) = sack_sent {
+                let r = now.saturating_since(t);
+                self.rtt.on_sample(r);
+                self.rtt_sample_hooks(now, r);
+            }
+            if seg.payload_len == 0
+                && !seg.flags.contains(TcpFlags::SYN)
+                && !seg.flags.contains(TcpFlags::FIN)
+                && self.snd_max > self.snd_una
+                && (wnd == old_wnd || new_sack)
+            {
+                self.on_dup_ack(now, new_sack);
+            }
+        }
+        if self.config.prr && self.in_sack_recovery() {
+            // DeliveredData (RFC 6937 §3): the change in SND.UNA plus the change in SACKed bytes.
+            let delivered =
+                (self.snd_una - una_before + self.scoreboard.total()).saturating_sub(sacked_before);
+            let boundary = self.loss_boundary();
+            let newly_lost = boundary > boundary_before.max(self.snd_una)
+                && self
+                    .scoreboard
+                    .covered(boundary_before.max(self.snd_una), boundary)
+                    < boundary - boundary_before.max(self.snd_una);
+            self.prr_on_ack(delivered, self.snd_una > una_before && !newly_lost);
         }
     }
 
-    fn on_new_ack(&mut self, now: Instant, seg: &TcpRepr, ack_off: u64) {
+    /// PRR (RFC 6937 §3.1) as Linux 6.1's `tcp_cwnd_reduction`, in whole segments as Linux
+    /// counts: while pipe > ssthresh, sndcnt = ⌈prr_delivered·ssthresh/RecoverFS⌉ − prr_out;
+    /// then PRR-SSRB, min(ssthresh − pipe, max(prr_delivered − prr_out, DeliveredData) [+ 1
+    /// SMSS when the ACK advances SND.UNA and marks nothing newly lost]); at least one segment
+    /// before anything is sent (the fast retransmit). cwnd = pipe + sndcnt.
+    fn prr_on_ack(&mut self, delivered: u64, safe_ack: bool) {
+        let Some(mut rec) = self.recovery else {
+            return;
+        };
+        if delivered == 0 {
+            return;
+        }
+        let mss = self.smss;
+        // The fast retransmission not yet sent is not in flight yet (Linux counts
+        // `retrans_out` when it goes out).
+        let pending = if rec.prr_out == 0 {
+            (rec.high_rxt - self.snd_una) - self.scoreboard.covered(self.snd_una, rec.high_rxt)
+        } else {
+            0
+        };
+        let pipe = self.pipe() - pending;
+        let ssthresh = self.win.ssthresh;
+        rec.prr_delivered += delivered;
+        let mut sndcnt = if pipe > ssthresh {
+            let target = (u128::from(rec.prr_delivered) * u128::from(ssthresh))
+                .div_ceil(u128::from(rec.recover_fs.max(1)) * u128::from(mss));
+            (target as u64 * mss).saturating_sub(rec.prr_out)
+        } else {
+            let mut limit = rec.prr_delivered.saturating_sub(rec.prr_out).max(delivered);
+            if safe_ack {
+                limit += mss;
+            }
+            limit.min(ssthresh - pipe)
+        };
+        if rec.prr_out == 0 {
+            sndcnt = sndcnt.max(mss);
+        }
+        self.win.cwnd = pipe + sndcnt;
+        self.recovery = Some(rec);
+    }
+
+    /// An RTT sample `r` was taken: delay-based slow-start exits see it.
+    fn rtt_sample_hooks(&mut self, now: Instant, r: Duration) {
+        let round = Round {
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_max,
+            srtt: self.rtt.srtt(),
+        };
+        self.cc.on_rtt_sample(now, r, round, &mut self.win);
+    }
+
+    fn on_new_ack(
+        &mut self,
+        now: Instant,
+        seg: &TcpRepr,
+        ack_off: u64,
+        sack_sent: Option<Instant>,
+    ) {
         let flight_before = self.snd_max - self.snd_una;
         let data_before = self.bytes_acked();
-        // RTT: timestamps (RFC 7323 §4) or one timed segment at a time (Karn).
+        // RTT: timestamps (RFC 7323 §4) or one timed segment at a time (Karn), else (with
+        // `sack_rtt`) the first newly SACKed segment.
+        let mut sample = None;
         if self.ts_ok {
             if let Some((_, tsecr)) = seg.timestamp {
                 let ms = ts_clock(now)
                     .wrapping_add(self.ts_offset)
                     .wrapping_sub(tsecr);
                 if ms < 1 << 30 {
-                    self.rtt.on_sample(Duration::from_millis(u64::from(ms)));
+                    sample = Some(Duration::from_millis(u64::from(ms)));
                 }
             }
         } else if let Some((end, t)) = self.rtt_timing {
             if ack_off >= end {
-                self.rtt.on_sample(now - t);
+                sample = Some(now - t);
                 self.rtt_timing = None;
             }
         }
+        if sample.is_none() {
+            sample = sack_sent.map(|t| now.saturating_since(t));
+        }
+        if let Some(r) = sample {
+            self.rtt.on_sample(r);
+        }
         self.snd_una = ack_off;
+        while self.sent_log.front().is_some_and(|s| s.end <= ack_off) {
+            self.sent_log.pop_front();
+        }
+        if let Some(r) = sample {
+            self.rtt_sample_hooks(now, r);
+        }
         self.snd_nxt = self.snd_nxt.max(ack_off);
         self.scoreboard.remove_below(ack_off);
         if let Some(store) = self.bytes.as_deref_mut() {
@@ -1215,8 +1414,19 @@ impl TcpEndpoint {
                 } else {
                     flight_before + 3 * self.smss >= self.win.cwnd || self.cwnd_limited
                 };
+                let mut css = false;
+                if let Some(h) = self.hystart_pp.as_mut() {
+                    h.on_ack(sample, self.snd_una, self.snd_max, &mut self.win);
+                    css = h.in_css();
+                }
                 if growing && acked > 0 {
-                    self.cc.on_ack(now, acked, &mut self.win, self.rtt.srtt());
+                    if css && self.win.in_slow_start() {
+                        // RFC 9406 §4.2: cwnd += min(N, L·SMSS) / CSS_GROWTH_DIVISOR.
+                        let n = acked.min(self.win.abc_limit.max(self.smss));
+                        self.win.cwnd += n / CSS_GROWTH_DIVISOR;
+                    } else {
+                        self.cc.on_ack(now, acked, &mut self.win, self.rtt.srtt());
+                    }
                 }
             }
         }
@@ -1275,12 +1485,18 @@ impl TcpEndpoint {
         self.stats.fast_retransmits += 1;
         let flight = (self.snd_max - self.snd_una).saturating_sub(self.limited_sent);
         self.cc.on_congestion(now, flight, &mut self.win);
+        if let Some(h) = self.hystart_pp.as_mut() {
+            h.on_loss();
+        }
         let first_end = (self.snd_una + self.smss).min(self.data_end());
         self.recovery = Some(FastRecovery {
             recover: self.snd_max,
             high_rxt: first_end,
             since: now,
             partial_acks: 0,
+            prr_delivered: 0,
+            prr_out: 0,
+            recover_fs: self.snd_max - self.snd_una,
         });
         if !self.in_sack_recovery() {
             self.win.cwnd = self.win.ssthresh + 3 * self.smss;
@@ -1325,6 +1541,10 @@ impl TcpEndpoint {
         if let Some(base) = base {
             self.win.cwnd = base;
             self.cc.on_rto(now, base, &mut self.win);
+        }
+        self.cc.on_rto_round(now, self.snd_max);
+        if let Some(h) = self.hystart_pp.as_mut() {
+            h.on_loss();
         }
         // RFC 5681 §3.1: loss window of one segment.
         self.win.cwnd = self.smss;
@@ -1616,4 +1836,94 @@ fn wscale_for(buffer: u64) -> u8 {
 /// Timestamp clock: milliseconds since scenario start (RFC 7323 §5.4 allows 1 ms to 1 s ticks).
 fn ts_clock(now: Instant) -> u32 {
     (now.as_nanos() / 1_000_000) as u32
+}
+
+#[cfg(test)]
+mod prr_tests {
+    use super::*;
+    use crate::tcp::Profile;
+
+    /// In SACK recovery since SND.UNA = 1 (segment 1:1001 lost, SMSS 1000), `snd_max` sent,
+    /// `sacked` SACKed, ssthresh and counters as given.
+    fn in_recovery(
+        snd_max: u64,
+        sacked: (u64, u64),
+        ssthresh: u64,
+        prr: (u64, u64),
+    ) -> TcpEndpoint {
+        let mut c = TcpConfig::for_profile(Profile::Rfc);
+        c.mss = 1000;
+        c.prr = true;
+        let mut ep = TcpEndpoint::new(c, (Ipv4Addr::LOCALHOST, 1), (Ipv4Addr::LOCALHOST, 2), 0);
+        ep.sack_ok = true;
+        ep.smss = 1000;
+        ep.win.mss = 1000;
+        ep.snd_una = 1;
+        ep.snd_nxt = snd_max;
+        ep.snd_max = snd_max;
+        ep.win.ssthresh = ssthresh;
+        ep.scoreboard.insert(sacked.0, sacked.1);
+        ep.recovery = Some(FastRecovery {
+            recover: snd_max,
+            high_rxt: 1001,
+            since: Instant::ZERO,
+            partial_acks: 0,
+            prr_delivered: prr.0,
+            prr_out: prr.1,
+            recover_fs: snd_max - 1,
+        });
+        ep
+    }
+
+    /// RFC 6937 §3.1, pipe > ssthresh: sndcnt = ⌈prr_delivered·ssthresh/RecoverFS⌉ − prr_out in
+    /// whole segments (RecoverFS 20 segments, ssthresh 10: one segment per two delivered).
+    #[test]
+    fn proportional_part_sends_one_segment_per_two_delivered() {
+        // The entering ACK: pipe 16 segments without the unsent retransmission; ⌈0.5⌉ = 1.
+        let mut ep = in_recovery(20_001, (1001, 4001), 10_000, (0, 0));
+        ep.prr_on_ack(1000, false);
+        assert_eq!(ep.cwnd(), 17_000);
+        // The retransmission went out: ⌈1.0⌉ − 1 = 0, then ⌈1.5⌉ − 1 = 1.
+        let mut ep = in_recovery(20_001, (1001, 5001), 10_000, (1000, 1000));
+        ep.prr_on_ack(1000, false);
+        assert_eq!(ep.cwnd(), 16_000, "pipe 15 + 1 resent, nothing more");
+        let mut ep = in_recovery(20_001, (1001, 6001), 10_000, (2000, 1000));
+        ep.prr_on_ack(1000, false);
+        assert_eq!(ep.cwnd(), 16_000, "pipe 14 + 1 resent + one new");
+        assert_eq!(ep.recovery.map(|r| r.prr_delivered), Some(3000));
+    }
+
+    /// PRR-SSRB (pipe ≤ ssthresh): min(ssthresh − pipe, max(prr_delivered − prr_out,
+    /// DeliveredData) + 1 SMSS on an ACK that advances SND.UNA and marks nothing newly lost).
+    #[test]
+    fn slow_start_reduction_bound_adds_a_segment_only_on_a_safe_ack() {
+        // pipe = 2 unSACKed + 1 resent = 3 segments, ssthresh 5: room for 2; delivered 1 and
+        // prr_delivered − prr_out = 0 after it.
+        for (safe, cwnd) in [(false, 4000), (true, 5000)] {
+            let mut ep = in_recovery(10_001, (1001, 8001), 5000, (2000, 3000));
+            ep.prr_on_ack(1000, safe);
+            assert_eq!(ep.cwnd(), cwnd, "safe {safe}");
+        }
+        // prr_delivered − prr_out larger than the room: the room bounds it.
+        let mut ep = in_recovery(10_001, (1001, 8001), 5000, (9000, 3000));
+        ep.prr_on_ack(1000, true);
+        assert_eq!(ep.cwnd(), 5000);
+    }
+
+    /// Nothing delivered: cwnd untouched. Nothing sent yet: at least one segment (Linux's
+    /// "Force a fast retransmit upon entering fast recovery").
+    #[test]
+    fn no_delivery_changes_nothing_and_the_first_ack_allows_the_retransmission() {
+        let mut ep = in_recovery(10_001, (1001, 4001), 5000, (0, 0));
+        ep.win.cwnd = 1234;
+        ep.prr_on_ack(0, true);
+        assert_eq!(ep.cwnd(), 1234);
+        // pipe (without the unsent retransmission) = 6 segments > ssthresh 5: ⌈1·5/10⌉ = 1.
+        ep.prr_on_ack(1000, false);
+        assert_eq!(ep.cwnd(), 7000);
+        // pipe = ssthresh: PRR-SSRB gives 0, raised to one segment.
+        let mut ep = in_recovery(10_001, (1001, 5001), 5000, (0, 0));
+        ep.prr_on_ack(1000, false);
+        assert_eq!(ep.cwnd(), 6000);
+    }
 }

@@ -15,7 +15,8 @@ pub mod script;
 mod stats;
 
 pub use config::{
-    CcAlgorithm, FullAckCwnd, PartialAckTimer, Profile, Recovery, RtoRearm, RtoSsthresh, TcpConfig,
+    CcAlgorithm, FullAckCwnd, Hystart, PartialAckTimer, Profile, Recovery, RtoRearm, RtoSsthresh,
+    TcpConfig,
 };
 pub use endpoint::{State, TcpEndpoint};
 pub use ranges::RangeSet;

@@ -1,8 +1,10 @@
 //! CUBIC (RFC 9438): window growth as a cubic function of the time since the last reduction,
 //! with the Reno-friendly region (§4.3) and fast convergence (§4.7). Slow start is RFC 5681's
-//! (no HyStart, which RFC 9438 leaves optional; Linux runs HyStart — see docs/validation.md).
+//! (RFC 9438 §4.10 leaves the exit from slow start open), optionally with Linux's HyStart
+//! ([`LinuxHystart`], `hystart = "linux"`).
 
-use super::{slow_start, CongestionControl, Window};
+use super::hystart::LinuxHystart;
+use super::{slow_start, CongestionControl, Round, Window};
 use crate::time::{Duration, Instant};
 
 /// C in segments/s³ (§5.1).
@@ -25,9 +27,26 @@ pub struct Cubic {
     w_est: f64,
     /// cwnd at the start of the epoch (segments).
     cwnd_epoch: f64,
+    /// Linux's HyStart, when configured.
+    hystart: Option<LinuxHystart>,
 }
 
 impl Cubic {
+    /// CUBIC, with Linux's HyStart if `hystart`.
+    pub fn new(hystart: bool) -> Self {
+        Self {
+            hystart: hystart.then(LinuxHystart::default),
+            ..Self::default()
+        }
+    }
+
+    /// HyStart's detections so far: (ACK train, delay).
+    pub fn hystart_detections(&self) -> (u32, u32) {
+        self.hystart
+            .as_ref()
+            .map_or((0, 0), |h| (h.train_detect, h.delay_detect))
+    }
+
     /// W_cubic(t) in segments (eq. 1).
     fn w_cubic(&self, t: f64) -> f64 {
         C * (t - self.k).powi(3) + self.w_max
@@ -94,6 +113,27 @@ impl CongestionControl for Cubic {
     fn on_rto(&mut self, _now: Instant, _flight: u64, w: &mut Window) {
         self.reduce(w);
     }
+
+    fn on_rtt_sample(&mut self, now: Instant, rtt: Duration, round: Round, w: &mut Window) {
+        let Some(h) = self.hystart.as_mut() else {
+            return;
+        };
+        // `cubictcp_acked`: "Discard delay samples right after fast recovery" (for 1 s after
+        // the epoch began).
+        if self
+            .epoch_start
+            .is_some_and(|e| now.saturating_since(e) < Duration::from_secs(1))
+        {
+            return;
+        }
+        h.on_rtt_sample(now, rtt, round.snd_una, round.snd_nxt, round.srtt, w);
+    }
+
+    fn on_rto_round(&mut self, now: Instant, snd_nxt: u64) {
+        if let Some(h) = self.hystart.as_mut() {
+            h.on_rto(now, snd_nxt);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -151,5 +191,54 @@ mod tests {
         // 70 segments acked at cwnd 7: W_est grows by α·70/7 ≈ 5.3 segments.
         let grown = (w.cwnd - start) as f64 / mss as f64;
         assert!(grown > 3.0, "grew only {grown} segments");
+    }
+
+    /// `cubictcp_acked` drops RTT samples for 1 s after a congestion-avoidance epoch began; a
+    /// timeout (`on_rto_round`) lets HyStart detect again. RTT 10 ms, no SRTT: the ACK train
+    /// fires when it has lasted more than 5 ms.
+    #[test]
+    fn hystart_ignores_samples_for_a_second_after_the_epoch_and_rearms_at_a_timeout() {
+        let mss = 1000;
+        let mut w = Window {
+            cwnd: 20 * mss,
+            ssthresh: 10 * mss,
+            mss,
+            abc_limit: mss,
+        };
+        let mut c = Cubic::new(true);
+        // Congestion avoidance: the epoch begins at t = 0.
+        c.on_ack(Instant::ZERO, mss, &mut w, Some(Duration::from_millis(10)));
+        w.ssthresh = u64::MAX;
+        let rtt = Duration::from_millis(10);
+        let round = Round {
+            snd_una: 1,
+            snd_nxt: 100_000,
+            srtt: None,
+        };
+        let mut fired_at = None;
+        for us in (500_000..520_000).chain(994_000..1_020_000).step_by(1000) {
+            c.on_rtt_sample(Instant(us * 1000), rtt, round, &mut w);
+            if fired_at.is_none() && w.ssthresh != u64::MAX {
+                fired_at = Some(us);
+            }
+        }
+        // The first sample kept is the one at 1.000 s: the round starts there.
+        assert_eq!(fired_at, Some(1_006_000));
+        assert_eq!(c.hystart_detections(), (1, 0));
+        // A timeout starts detection over (and forgets the epoch, so nothing is dropped).
+        c.on_rto(Instant(2_000_000_000), w.cwnd, &mut w);
+        c.on_rto_round(Instant(2_000_000_000), 200_000);
+        w.cwnd = 20 * mss;
+        w.ssthresh = u64::MAX;
+        for ms in 2_100..2_110 {
+            let round = Round {
+                snd_una: 200_001,
+                snd_nxt: 300_000,
+                srtt: None,
+            };
+            c.on_rtt_sample(Instant(ms * 1_000_000), rtt, round, &mut w);
+        }
+        assert_eq!(c.hystart_detections(), (2, 0));
+        assert_eq!(w.ssthresh, 20 * mss);
     }
 }

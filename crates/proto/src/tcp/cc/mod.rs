@@ -4,12 +4,14 @@
 //! controller only decides how cwnd grows on ACKs and what ssthresh becomes on a congestion event.
 
 mod cubic;
+pub(crate) mod hystart;
 mod reno;
 
 pub use cubic::Cubic;
+pub use hystart::{HystartPlusPlus, LinuxHystart};
 pub use reno::Reno;
 
-use super::config::CcAlgorithm;
+use super::config::{CcAlgorithm, Hystart};
 use crate::time::{Duration, Instant};
 
 /// The window state a controller reads and changes, in bytes.
@@ -41,6 +43,22 @@ pub trait CongestionControl {
     fn on_congestion(&mut self, now: Instant, flight: u64, w: &mut Window);
     /// A retransmission timeout: set ssthresh; the endpoint sets cwnd to the loss window.
     fn on_rto(&mut self, now: Instant, flight: u64, w: &mut Window);
+    /// An ACK gave the RTT sample `rtt` (from timestamps, a timed segment or SACKed data) when
+    /// SND.UNA is `snd_una` and SND.NXT `snd_nxt` (offsets). For delay-based slow-start exit.
+    fn on_rtt_sample(&mut self, _now: Instant, _rtt: Duration, _round: Round, _w: &mut Window) {}
+    /// After [`Self::on_rto`]: the timeout's instant and SND.NXT then.
+    fn on_rto_round(&mut self, _now: Instant, _snd_nxt: u64) {}
+}
+
+/// Where an ACK leaves the sender, for round counting and pacing-rate estimates.
+#[derive(Clone, Copy, Debug)]
+pub struct Round {
+    /// SND.UNA after the ACK (an offset).
+    pub snd_una: u64,
+    /// Highest offset sent.
+    pub snd_nxt: u64,
+    /// Smoothed RTT after the sample, if any.
+    pub srtt: Option<Duration>,
 }
 
 /// The in-tree controllers (enum dispatch, no `Box<dyn>`).
@@ -54,11 +72,12 @@ pub enum AnyCc {
 
 impl AnyCc {
     /// A controller for `algo`; `ca_byte_counting`: Reno counts bytes acknowledged, not ACKs,
-    /// in congestion avoidance (CUBIC always counts segments acknowledged).
-    pub fn new(algo: CcAlgorithm, ca_byte_counting: bool) -> Self {
+    /// in congestion avoidance (CUBIC always counts segments acknowledged); `hystart =
+    /// Linux` gives CUBIC Linux's HyStart (other values are not the controller's business).
+    pub fn new(algo: CcAlgorithm, ca_byte_counting: bool, hystart: Hystart) -> Self {
         match algo {
             CcAlgorithm::Reno => Self::Reno(Reno::new(ca_byte_counting)),
-            CcAlgorithm::Cubic => Self::Cubic(Cubic::default()),
+            CcAlgorithm::Cubic => Self::Cubic(Cubic::new(hystart == Hystart::Linux)),
         }
     }
 }
@@ -80,6 +99,28 @@ impl CongestionControl for AnyCc {
         match self {
             Self::Reno(c) => c.on_rto(now, flight, w),
             Self::Cubic(c) => c.on_rto(now, flight, w),
+        }
+    }
+    fn on_rtt_sample(&mut self, now: Instant, rtt: Duration, round: Round, w: &mut Window) {
+        match self {
+            Self::Reno(c) => c.on_rtt_sample(now, rtt, round, w),
+            Self::Cubic(c) => c.on_rtt_sample(now, rtt, round, w),
+        }
+    }
+    fn on_rto_round(&mut self, now: Instant, snd_nxt: u64) {
+        match self {
+            Self::Reno(c) => c.on_rto_round(now, snd_nxt),
+            Self::Cubic(c) => c.on_rto_round(now, snd_nxt),
+        }
+    }
+}
+
+impl AnyCc {
+    /// Linux HyStart's detections so far: (ACK train, delay); (0, 0) without it.
+    pub fn hystart_detections(&self) -> (u32, u32) {
+        match self {
+            Self::Cubic(c) => c.hystart_detections(),
+            Self::Reno(_) => (0, 0),
         }
     }
 }
