@@ -5,7 +5,10 @@
 # throughput (one CUBIC stream, 5 s) and the round-trip time of 2000 pings 5 ms apart (p50, p99),
 # whose difference from plain forwarding is the latency the daemon adds (twice: both ways), and
 # the packets per second of small UDP datagrams (100 bytes of payload, offered at 400 Mb/s)
-# that reach the server: the daemon's per-packet cost, since it handles every one.
+# that reach the server: the daemon's per-packet cost, since it handles every one. The sender
+# (iperf3) is what limits that rate on a small machine, so for the daemon the last column
+# divides the datagrams delivered by the daemon's own CPU time over the UDP run (utime + stime
+# from /proc/PID/stat): packets per second per core of daemon CPU.
 #
 #   bash bench/daemon/forward.sh [path/to/satpep]      (root; needs ip, iperf3, ping, python3)
 set -euo pipefail
@@ -33,7 +36,7 @@ ip netns exec $G sh -c 'echo 1 > /proc/sys/net/ipv4/ip_forward'
 ip netns exec $S iperf3 -s -D >/dev/null
 
 measure() {
-  local label=$1
+  local label=$1 pid=${2:-}
   local gbps
   gbps=$(ip netns exec $C iperf3 -c 10.88.2.2 -t 5 -C cubic -J | python3 -c \
     'import json,sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9))')
@@ -43,16 +46,23 @@ measure() {
 import re, sys
 v = sorted(float(m.group(1)) for m in re.finditer(r"time=([0-9.]+)", sys.stdin.read()))
 print("%.0f %.0f" % (v[len(v)//2] * 1000, v[int(len(v)*0.99)] * 1000))')
-  local pps
-  pps=$(ip netns exec $C iperf3 -c 10.88.2.2 -u -l 100 -b 400M -t 3 -J | python3 -c '
+  local t0=0 t1=0 udp
+  [ -n "$pid" ] && t0=$(awk '{print $14+$15}' /proc/$pid/stat)
+  udp=$(ip netns exec $C iperf3 -c 10.88.2.2 -u -l 100 -b 400M -t 3 -J)
+  [ -n "$pid" ] && t1=$(awk '{print $14+$15}' /proc/$pid/stat)
+  local pps per_core
+  read -r pps per_core < <(echo "$udp" | python3 -c '
 import json, sys
 e = json.load(sys.stdin)["end"]["sum"]
-print("%.0f" % ((e["packets"] - e["lost_packets"]) / e["seconds"] / 1000))')
-  printf "| %s | %s | %s | %s | %s |\n" "$label" "$gbps" ${rtts} "$pps"
+got = e["packets"] - e["lost_packets"]
+cpu = (int(sys.argv[2]) - int(sys.argv[1])) / int(sys.argv[3])
+print("%.0f %s" % (got / e["seconds"] / 1000, "%.0f" % (got / cpu / 1000) if cpu > 0 else "–"))
+' "$t0" "$t1" "$(getconf CLK_TCK)")
+  printf "| %s | %s | %s | %s | %s | %s |\n" "$label" "$gbps" ${rtts} "$pps" "$per_core"
 }
 
-echo "| path through the router | TCP Gb/s | ping RTT p50 µs | p99 µs | UDP kpackets/s delivered |"
-echo "|---|---|---|---|---|"
+echo "| path through the router | TCP Gb/s | ping RTT p50 µs | p99 µs | UDP kpackets/s delivered | kpackets per second of daemon CPU |"
+echo "|---|---|---|---|---|---|"
 measure "kernel forwarding only"
 for mode in pass_through split_tcp; do
   cat > "$DIR/gw.toml" <<CONF
@@ -64,7 +74,7 @@ CONF
   ip netns exec $G "$SATPEP" gateway --config "$DIR/gw.toml" --state-dir "$DIR/state" 2>"$DIR/gw.log" &
   gw=$!
   sleep 1
-  measure "satpep gateway, $mode"
+  measure "satpep gateway, $mode" $gw
   kill -TERM $gw; wait $gw || true
 done
 echo
