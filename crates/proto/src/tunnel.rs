@@ -707,6 +707,20 @@ mod tests {
         d.handle_packet(Instant::ZERO, PortId(0), syn(5001, 40000, true));
         assert_eq!(mss_of(&drain(&mut d)[0]), Some(1460));
         assert_eq!(d.stats().mss_clamped, 0);
+
+        // An MSS option on a segment without SYN is not the tunnel's to touch (RFC 9293 §3.7.1:
+        // it is sent only in SYNs, and a receiver ignores it elsewhere).
+        let mut not_syn = syn(5001, 40000, true);
+        {
+            let mut v = TcpIpv4View::new_checked(not_syn.header_mut()).expect("valid");
+            let flags = v.buffer_mut()[33];
+            v.patch_tcp_bytes(33, &[flags & !TcpFlags::SYN.0]);
+        }
+        let mut e = Tunnel::new(cfg(x, y, Some(1500)));
+        e.handle_packet(Instant::ZERO, PortId(0), not_syn.clone());
+        let out = drain(&mut e);
+        assert_eq!(out[0].header(), not_syn.header());
+        assert_eq!(e.stats().mss_clamped, 0);
     }
 
     #[test]
