@@ -25,6 +25,12 @@
 //!   busy flow uses its budget between two of its turns on a shared slow link (measured: three
 //!   flows at 9.6 kb/s then ran at 0.54 Mb/s with compaction, a queue of ~700 ACKs and RTOs;
 //!   docs/reproductions/samaraweera.md).
+//! - Suppression and filtering see inside IP-in-IP (RFC 2003): a tunnel packet whose inner
+//!   packet is a TCP ACK is classified by the inner headers, as the DirecPC terminal's SLIP
+//!   driver dropped ACKs from the queue that carried its encapsulated packets (Arora et al.,
+//!   "selective acknowledgment dropping"). Only a plain outer header (no options, not a
+//!   fragment) is looked through; an authenticated (AH) tunnel packet is opaque. Compaction
+//!   does not look through: its survivor is itself encapsulated toward the expander.
 //! - The flow table (a [`FlowTable`]) holds at most [`MAX_FLOWS`] entries; past that, flows with
 //!   nothing queued are forgotten (their next ACK is then treated as their first: never
 //!   removed), and when every flow has ACKs queued a new flow is not remembered at all: each of
@@ -117,6 +123,8 @@ pub struct AckQueueStats {
     pub compacted_sent: u64,
     /// Packets that were not IPv4/TCP with the ACK bit (queued untouched).
     pub not_acks: u64,
+    /// ACKs recognised inside an IP-in-IP tunnel packet (suppression and filtering).
+    pub tunnelled_acks: u64,
     /// With a key: compacted ACKs sent with an authentication header.
     pub sealed: u64,
     /// With a key: survivors that could not be sealed (an inner header over 77 bytes leaves no
@@ -240,8 +248,16 @@ impl AckQueue {
     }
 
     fn classify(&mut self, pkt: &Packet) -> Option<AckInfo> {
-        let view = TcpIpv4View::new_checked(pkt.header()).ok()?;
+        let header = pkt.header();
+        let inner = match self.mode {
+            AckMode::Compaction => None,
+            AckMode::Suppression | AckMode::Filtering => tunnelled_inner(header),
+        };
+        let view = TcpIpv4View::new_checked(inner.unwrap_or(header)).ok()?;
         let ack = view.ack_number()?;
+        if inner.is_some() {
+            self.stats.tunnelled_acks += 1;
+        }
         let flow = FlowKey::new(
             view.src_addr(),
             view.src_port(),
@@ -438,6 +454,15 @@ impl AckQueue {
         }
         self.stats.compacted_sent += 1;
     }
+}
+
+/// The inner packet's header bytes of a plain IP-in-IP packet (outer IPv4 without options, not
+/// a fragment, protocol 4); `None` for anything else.
+fn tunnelled_inner(header: &[u8]) -> Option<&[u8]> {
+    let outer = header.get(..crate::wire::ipip::OUTER_LEN)?;
+    let fragment = u16::from_be_bytes([outer[6], outer[7]]) & 0x3fff != 0;
+    (outer[0] == 0x45 && outer[9] == crate::wire::IPPROTO_IPIP && !fragment)
+        .then(|| &header[crate::wire::ipip::OUTER_LEN..])
 }
 
 impl QueueDisc for AckQueue {

@@ -1385,3 +1385,106 @@ fn python_sealed_compacted_seed_expands() {
     fuzzing::expander_input(seed);
     fuzzing::expander_input(&[0, 1, 0x86, 0xa0, 4, 0x0f, 0xa0, 0xc3, 0x50, 0, 0]);
 }
+
+// --- Arora et al.'s selective ACK dropping inside the terminal's IP-in-IP tunnel. ---
+
+/// `p` inside a plain IP-in-IP header from the terminal to the gateway; `fix` may alter the
+/// outer header (options, fragment bits, protocol) before the packet is built.
+fn tunnelled(p: &Packet, fix: impl Fn(&mut [u8])) -> Packet {
+    let inner = p.header();
+    let mut buf = vec![0u8; crate::wire::ipip::OUTER_LEN + inner.len()];
+    let total = (buf.len() as u64 + u64::from(p.payload_len)) as u16;
+    crate::wire::ipip::write_outer_header(&mut buf, total, 0, 9, TUN_SRC, TUN_DST);
+    buf[crate::wire::ipip::OUTER_LEN..].copy_from_slice(inner);
+    fix(&mut buf);
+    let mut t = Packet::new(&buf, p.payload_len);
+    t.id = p.id;
+    t
+}
+
+/// Filtering and suppression judge a tunnelled ACK by its inner headers, exactly as they judge
+/// the bare ACK: the same packets survive, and only the outer bytes are added.
+#[test]
+fn filtering_and_suppression_see_acks_inside_ip_in_ip() {
+    let stream = [
+        seg(0, 1024, Kind::Pure, 0),
+        seg(0, 2048, Kind::Pure, 1),
+        seg(1, 700, Kind::Data, 2),
+        seg(0, 3072, Kind::Pure, 3),
+        seg(0, 4096, Kind::Pure, 4),
+        seg(0, 4096, Kind::Pure, 5),
+        seg(0, 5120, Kind::Pure, 6),
+    ];
+    for (mode, survivors) in [
+        (AckMode::Filtering, vec![0, 2, 4, 5, 6]),
+        (AckMode::Suppression, vec![0, 2, 4, 5, 6]),
+    ] {
+        let run = |wrap: bool| {
+            let mut q = queue(mode, 1, 60);
+            for p in &stream {
+                offer(
+                    &mut q,
+                    if wrap {
+                        tunnelled(p, |_| {})
+                    } else {
+                        p.clone()
+                    },
+                );
+            }
+            (ids(&q), q.stats(), q.len_bytes())
+        };
+        let (bare, bare_stats, bare_bytes) = run(false);
+        let (inside, stats, bytes) = run(true);
+        assert_eq!(bare, survivors, "{mode:?}");
+        assert_eq!(inside, survivors, "{mode:?}: tunnelled");
+        assert_eq!(stats.removed, bare_stats.removed);
+        assert_eq!((bare_stats.tunnelled_acks, stats.tunnelled_acks), (0, 7));
+        assert_eq!(stats.not_acks, 0);
+        assert_eq!(bytes, bare_bytes + 20 * survivors.len() as u64);
+    }
+}
+
+/// Only a plain outer header is looked through: with IPv4 options, as a fragment (offset or
+/// more-fragments bit), with another protocol (e.g. AH), or in compaction, a tunnel packet is
+/// not an ACK and nothing is removed.
+#[test]
+fn only_plain_ip_in_ip_is_looked_through() {
+    type Fix = fn(&mut [u8]);
+    let opaque: [(&str, Fix); 4] = [
+        ("options", |b| b[0] = 0x46),
+        ("fragment offset", |b| b[7] = 1),
+        ("more fragments", |b| b[6] |= 0x20),
+        ("authentication header", |b| b[9] = 51),
+    ];
+    for (what, fix) in opaque {
+        let mut q = queue(AckMode::Filtering, 0, 60);
+        for k in 1..=4u32 {
+            offer(
+                &mut q,
+                tunnelled(&seg(0, 1024 * k, Kind::Pure, u64::from(k)), fix),
+            );
+        }
+        assert_eq!(ids(&q), [1, 2, 3, 4], "{what}");
+        assert_eq!(
+            (q.stats().not_acks, q.stats().tunnelled_acks),
+            (4, 0),
+            "{what}"
+        );
+    }
+    // Don't-fragment alone (what write_outer_header sets) is still plain.
+    let mut q = queue(AckMode::Filtering, 0, 60);
+    for k in 1..=4u32 {
+        let p = tunnelled(&seg(0, 1024 * k, Kind::Pure, u64::from(k)), |b| b[6] = 0x40);
+        offer(&mut q, p);
+    }
+    assert_eq!(ids(&q), [1, 4]);
+    let mut q = queue(AckMode::Compaction, 0, 60);
+    for k in 1..=6u32 {
+        offer(
+            &mut q,
+            tunnelled(&seg(0, 1024 * k, Kind::Pure, u64::from(k)), |_| {}),
+        );
+    }
+    assert_eq!(ids(&q), [1, 2, 3, 4, 5, 6], "compaction");
+    assert_eq!(q.stats().tunnelled_acks, 0);
+}
