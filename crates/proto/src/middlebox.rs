@@ -197,7 +197,7 @@ impl Middlebox {
             Self::Spoof(m) => counters!(m.stats();
                 ccbs_allocated, ccbs_closed, ccbs_reset, resets_kept, ccbs_idle_freed, aborts,
                 bytes_lost_on_abort, spoofed_acks, acks_consumed, retransmissions,
-                window_probes, over_limit, buffer_full_drops),
+                window_probes, segments_sent, over_limit, buffer_full_drops),
             Self::IpipTunnel(m) => counters!(m.stats();
                 encapsulated, decapsulated, not_from_peer, malformed_outer, inner_malformed,
                 too_long, mss_clamped),

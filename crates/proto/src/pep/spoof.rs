@@ -31,6 +31,14 @@
 //!   cannot probe for it, since the window it sees is the gateway's.
 //! - **Idle.** A CCB with nothing queued and no segment either way for `idle_timeout` is freed
 //!   silently; later segments of that connection pass through unspoofed (end to end).
+//! - **Karn.** An ACK that covers a retransmitted segment gives no RTT sample (RFC 6298 §3),
+//!   even for the untouched segments it also covers: their wait includes the repair.
+//! - **Pacing (an extension).** The paper's gateway sends "as fast as its resources (buffer
+//!   space) will allow": with one connection the satellite's own queue absorbs the 64 KB
+//!   window, with sixteen it overflows and the one-segment-per-timeout repair collapses
+//!   (docs/reproductions/arora.md, table `many`). `satellite_rate` paces every CCB's segments
+//!   together at the channel's rate, one segment per CCB in turn; a timeout's retransmission
+//!   leaves at once and is charged to the pace. Off by default.
 //! - The hybrid host's pure ACKs of spoofed data are consumed; every other segment (its data,
 //!   its FIN, RSTs, the Internet host's ACKs) passes through unchanged.
 
@@ -41,7 +49,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::flow::{FlowId, FlowKey, FlowTable};
 use crate::tcp::RttEstimator;
-use crate::time::{Duration, Instant};
+use crate::time::{Bitrate, Duration, Instant};
 use crate::units::ByteSize;
 use crate::wire::{emit_ipv4_tcp, parse_packet, Ipv4Repr, SeqNumber, TcpFlags, TcpRepr};
 use crate::{Node, Packet, PortId, Transmit};
@@ -69,6 +77,10 @@ pub struct SpoofConfig {
     pub min_rto: Duration,
     /// Free a CCB idle this long. Default `"120s"`.
     pub idle_timeout: Duration,
+    /// Pace all segments toward the hybrid hosts together at this rate (IP bytes), round robin
+    /// over the CCBs with data to send; see the module doc. Default: none (the paper).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub satellite_rate: Option<Bitrate>,
 }
 
 impl Default for SpoofConfig {
@@ -82,6 +94,7 @@ impl Default for SpoofConfig {
             initial_rto: Duration::from_secs(1),
             min_rto: Duration::from_millis(200),
             idle_timeout: Duration::from_secs(120),
+            satellite_rate: None,
         }
     }
 }
@@ -94,6 +107,9 @@ impl SpoofConfig {
         }
         if self.idle_timeout == Duration::ZERO || self.initial_rto == Duration::ZERO {
             return Err("idle_timeout / initial_rto: must be > 0".into());
+        }
+        if self.satellite_rate.is_some_and(|r| r.bps() == 0) {
+            return Err("satellite_rate: must be > 0".into());
         }
         Ok(())
     }
@@ -139,6 +155,9 @@ pub struct SpoofStats {
     pub retransmissions: u64,
     /// Zero-window probes.
     pub window_probes: u64,
+    /// Segments sent toward the hybrid hosts from the CCBs' queues (first sends and
+    /// retransmissions, not probes).
+    pub segments_sent: u64,
     /// Connections not spoofed because `max_ccbs` was reached.
     pub over_limit: u64,
     /// Internet-host segments dropped because the connection's buffer was full.
@@ -182,6 +201,8 @@ struct Ccb {
     idle_at: Instant,
     /// Right edge of the window last advertised to the Internet host.
     adv_right: SeqNumber,
+    /// In the gateway's pacing round robin.
+    ready: bool,
 }
 
 impl Ccb {
@@ -194,6 +215,13 @@ impl Ccb {
 }
 
 impl Ccb {
+    /// Index of the first queued segment not yet sent, if it fits the hybrid host's window.
+    fn sendable(&self) -> Option<usize> {
+        let right = self.host_una + self.host_wnd.min(u64::from(u32::MAX / 2)) as u32;
+        let i = self.queue.iter().position(|q| q.sent.is_none())?;
+        (self.queue[i].seq + self.queue[i].payload <= right).then_some(i)
+    }
+
     /// When `handle_timeout` must next look at this CCB.
     fn next_deadline(&self) -> Option<Instant> {
         [self.rtx_at, self.persist_at, Some(self.idle_at)]
@@ -217,6 +245,11 @@ pub struct SpoofGateway {
     due: Vec<FlowId>,
     out: VecDeque<Packet>,
     stats: SpoofStats,
+    /// With `satellite_rate`: CCBs with a segment to send, in turn (the key guards against a
+    /// slot reused by another connection).
+    ready: VecDeque<(FlowId, Key)>,
+    /// With `satellite_rate`: when the next paced segment may leave.
+    next_send_at: Instant,
 }
 
 impl SpoofGateway {
@@ -228,6 +261,8 @@ impl SpoofGateway {
             due: Vec::new(),
             out: VecDeque::new(),
             stats: SpoofStats::default(),
+            ready: VecDeque::new(),
+            next_send_at: Instant::ZERO,
         }
     }
 
@@ -262,6 +297,12 @@ impl SpoofGateway {
         self.ccbs.get(&key).map(|c| c.host_wnd)
     }
 
+    /// Each CCB's RTT estimator on the satellite leg (the gateway's RFC 6298 estimate toward the
+    /// hybrid host): what the spoofer's sender sees, return-path queueing included.
+    pub fn rtt_estimators(&self) -> impl Iterator<Item = (FlowKey, &crate::tcp::RttEstimator)> {
+        self.ccbs.iter().map(|(k, c)| (k, &c.rtt))
+    }
+
     /// Bytes queued in the gateway, all connections.
     pub fn buffered_bytes(&self) -> u64 {
         self.ccbs.iter().map(|(_, c)| c.queued_bytes).sum()
@@ -291,6 +332,7 @@ impl SpoofGateway {
             persist_at: None,
             persist_backoff: 0,
             adv_right: SeqNumber(0),
+            ready: false,
             idle_at: now + self.config.idle_timeout,
         }
     }
@@ -327,27 +369,27 @@ impl SpoofGateway {
         self.stats.spoofed_acks += 1;
     }
 
-    /// Send queued segments that fit the hybrid host's window; arm the timers.
+    /// Send queued segments that fit the hybrid host's window (at once, or in turn when paced);
+    /// arm the timers.
     fn try_send(&mut self, now: Instant, key: &Key) {
-        let Some(c) = self.ccbs.get_mut(key) else {
+        let Some(id) = self.ccbs.id(key) else {
             return;
         };
-        let right = c.host_una + c.host_wnd.min(u64::from(u32::MAX / 2)) as u32;
-        for q in c.queue.iter_mut() {
-            if q.sent.is_some() {
-                continue;
+        if self.config.satellite_rate.is_some() {
+            let c = &mut self.ccbs[id];
+            if !c.ready && c.sendable().is_some() {
+                c.ready = true;
+                self.ready.push_back((id, *key));
             }
-            if q.seq + q.payload > right {
-                break;
-            }
-            q.sent = Some(now);
-            self.out.push_back(q.pkt.clone());
-            if c.rtx_at.is_none() {
-                c.rtx_at = Some(now + c.rtt.rto());
+            self.release(now);
+        } else {
+            while let Some(i) = self.ccbs[id].sendable() {
+                self.send_queued(now, id, i);
             }
         }
+        let c = &mut self.ccbs[id];
         let in_flight = c.queue.iter().any(|q| q.sent.is_some());
-        if !in_flight && !c.queue.is_empty() {
+        if !in_flight && c.sendable().is_none() && !c.queue.is_empty() {
             // Data waits and the window is closed: only a probe can learn it reopened.
             c.rtx_at = None;
             if c.persist_at.is_none() {
@@ -356,6 +398,59 @@ impl SpoofGateway {
         } else {
             c.persist_at = None;
             c.persist_backoff = 0;
+        }
+    }
+
+    /// Send queued segment `i` of CCB `id` for the first time.
+    fn send_queued(&mut self, now: Instant, id: FlowId, i: usize) {
+        let c = &mut self.ccbs[id];
+        let q = &mut c.queue[i];
+        q.sent = Some(now);
+        let pkt = q.pkt.clone();
+        if q.retransmitted {
+            self.stats.retransmissions += 1;
+        }
+        self.stats.segments_sent += 1;
+        if c.rtx_at.is_none() {
+            c.rtx_at = Some(now + c.rtt.rto());
+        }
+        self.charge_pace(now, &pkt);
+        self.out.push_back(pkt);
+    }
+
+    /// With `satellite_rate`: the next paced segment waits for `pkt`'s time on the channel.
+    fn charge_pace(&mut self, now: Instant, pkt: &Packet) {
+        if let Some(rate) = self.config.satellite_rate {
+            self.next_send_at = self.next_send_at.max(now) + rate.tx_time(pkt.wire_len());
+        }
+    }
+
+    /// With `satellite_rate`: send one segment per ready CCB in turn while the pace allows.
+    fn release(&mut self, now: Instant) {
+        if self.config.satellite_rate.is_none() {
+            return;
+        }
+        while self.next_send_at <= now {
+            let Some((id, key)) = self.ready.pop_front() else {
+                break;
+            };
+            if self.ccbs.key(id) != Some(key) {
+                continue;
+            }
+            self.ccbs[id].ready = false;
+            let Some(i) = self.ccbs[id].sendable() else {
+                continue;
+            };
+            self.send_queued(now, id, i);
+            let c = &mut self.ccbs[id];
+            c.persist_at = None;
+            c.persist_backoff = 0;
+            if c.sendable().is_some() {
+                c.ready = true;
+                self.ready.push_back((id, key));
+            }
+            let at = c.next_deadline();
+            self.ccbs.set_deadline(id, at);
         }
     }
 
@@ -482,17 +577,20 @@ impl SpoofGateway {
                 c.host_una = a;
                 c.retries = 0;
                 let mut sample = None;
+                let mut covers_retransmission = false;
                 while let Some(q) = c.queue.front() {
                     if q.seq + q.len > a {
                         break;
                     }
-                    if !q.retransmitted {
+                    if q.retransmitted {
+                        covers_retransmission = true;
+                    } else {
                         sample = q.sent;
                     }
                     c.queued_bytes -= u64::from(q.payload);
                     c.queue.pop_front();
                 }
-                if let Some(t) = sample {
+                if let Some(t) = sample.filter(|_| !covers_retransmission) {
                     c.rtt.on_sample(now - t);
                 }
                 c.rtx_at = c
@@ -685,14 +783,17 @@ impl Node for SpoofGateway {
                     continue;
                 }
                 c.rtt.on_backoff();
-                if let Some(q) = c.queue.iter_mut().find(|q| q.sent.is_some()) {
-                    q.sent = Some(now);
+                // Go back N (BSD: snd_nxt back to snd_una): everything in flight is sent again
+                // as the window (and the pace) allows, so one timeout repairs every hole of a
+                // burst loss instead of one segment per backed-off timeout.
+                c.rtx_at = None;
+                for q in c.queue.iter_mut().filter(|q| q.sent.is_some()) {
+                    q.sent = None;
                     q.retransmitted = true;
-                    self.out.push_back(q.pkt.clone());
-                    self.stats.retransmissions += 1;
                 }
-                c.rtx_at = Some(now + c.rtt.rto());
+                self.try_send(now, &key);
             }
+            let c = &mut self.ccbs[id];
             if c.persist_at.is_some_and(|t| t <= now) {
                 // The probe is the first queued segment; the host trims it to its window (zero)
                 // and answers with an ACK carrying the window. It does not count as sent: the
@@ -711,6 +812,7 @@ impl Node for SpoofGateway {
         }
         due.clear();
         self.due = due;
+        self.release(now);
     }
 
     fn poll_transmit(&mut self, _now: Instant) -> Option<Transmit> {
@@ -721,6 +823,7 @@ impl Node for SpoofGateway {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.ccbs.poll_timeout()
+        let pace = (!self.ready.is_empty()).then_some(self.next_send_at);
+        [self.ccbs.poll_timeout(), pace].into_iter().flatten().min()
     }
 }
