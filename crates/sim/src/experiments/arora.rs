@@ -51,6 +51,33 @@ impl Config {
         }
         o
     }
+
+    /// [`overrides`](Self::overrides) plus the paper's IP-in-IP return path: the terminal
+    /// encapsulates everything from the client (RFC 2003, +20 bytes per ACK) toward the gateway,
+    /// whose tunnel endpoint opens it before the spoofer (if any) sees the ACKs. The ACK filter
+    /// then sees the ACKs inside the tunnel packets, as the paper's SLIP driver did. Addresses as
+    /// numbered by the scenario: gw 10.0.1.1, term 10.0.2.1; arrival port 1 is the link from the
+    /// client at the terminal and the dial-up at the gateway (which has nothing of its own to
+    /// encapsulate: its `ports = [23]` selects no traffic of this scenario).
+    pub fn tunnel_overrides(self, window: u64) -> Vec<String> {
+        let mut o = self.overrides(window);
+        o.retain(|s| !s.starts_with("node.gw.middlebox="));
+        o.push(
+            "node.term.middlebox={ kind = \"ipip_tunnel\", local = \"10.0.2.1\", \
+             remote = \"10.0.1.1\", arrival_port = 1 }"
+                .into(),
+        );
+        let gw_tunnel = "{ kind = \"ipip_tunnel\", local = \"10.0.1.1\", \
+                         remote = \"10.0.2.1\", arrival_port = 1, ports = [23] }";
+        o.push(match self {
+            Self::None => format!("node.gw.middlebox={gw_tunnel}"),
+            Self::Spoofing | Self::SpoofingAckDrop => format!(
+                "node.gw.middlebox={{ kind = \"chain\", elements = [ {gw_tunnel}, \
+                 {{ kind = \"spoof\", internet_port = 0, buffer_per_conn = \"64KiB\" }} ] }}"
+            ),
+        });
+        o
+    }
 }
 
 /// What one run measured.
@@ -64,13 +91,37 @@ pub struct Outcome {
     pub gw_retransmissions: u64,
     /// Packets dropped by the dial-up queue (overflow).
     pub dialup_queue_drops: u64,
+    /// The spoofer's mean RTT sample on the satellite leg, seconds (what its 64 KB window is
+    /// divided by); `None` without spoofing.
+    pub gw_rtt_s: Option<f64>,
+    /// Time-averaged packets in the dial-up queue until the client had every byte.
+    pub dialup_mean_queue: f64,
+    /// ACKs the dial-up's ACK filter recognised inside tunnel packets.
+    pub tunnelled_acks_seen: u64,
 }
 
 /// Run one configuration with an Internet host window of `window` bytes; ends when the client
 /// has every byte (the server finishes much earlier when the gateway spoofs). `extra`: more
 /// `--set` overrides (e.g. `flow.download.tcp.delack_segments=1`, `link.dialup.rate=14.4kbps`).
 pub fn run(config: Config, window: u64, extra: &[String]) -> Result<Outcome, String> {
-    let mut overrides = config.overrides(window);
+    run_with(config.overrides(window), extra)
+}
+
+/// [`run`] through the paper's IP-in-IP return tunnel ([`Config::tunnel_overrides`]).
+pub fn run_tunnelled(config: Config, window: u64, extra: &[String]) -> Result<Outcome, String> {
+    run_with(config.tunnel_overrides(window), extra)
+}
+
+/// The spoofer at the gateway, alone or in a chain.
+fn spoofer(mb: Option<&Middlebox>) -> Option<&satpep_proto::pep::SpoofGateway> {
+    match mb? {
+        Middlebox::Spoof(s) => Some(s),
+        Middlebox::Chain(c) => c.elements().iter().find_map(|e| spoofer(Some(e))),
+        _ => None,
+    }
+}
+
+fn run_with(mut overrides: Vec<String>, extra: &[String]) -> Result<Outcome, String> {
     overrides.extend_from_slice(extra);
     let loaded =
         satpep_scenario::load_str(SCENARIO, "arora.toml", &overrides).map_err(|e| e.to_string())?;
@@ -94,23 +145,150 @@ pub fn run(config: Config, window: u64, extra: &[String]) -> Result<Outcome, Str
     let step = satpep_proto::Duration::from_millis(10);
     let mut t = Instant::ZERO;
     let mut done = None;
+    let mut gw_rtt_s = None;
     while t < end {
         t = (t + step).min(end);
         sim.run_until(t);
+        // The CCB is freed after the FINs: keep the last estimate seen.
+        if let Some(mean) = spoofer(sim.middlebox(gw))
+            .and_then(|s| s.rtt_estimators().next())
+            .and_then(|(_, rtt)| rtt.mean())
+        {
+            gw_rtt_s = Some(mean.as_secs_f64());
+        }
         if sim.listener(0).bytes_delivered() >= bytes {
             done = Some(t.as_secs_f64());
             break;
         }
     }
-    let (spoofed_acks, gw_retransmissions) = match sim.middlebox(gw) {
-        Some(Middlebox::Spoof(s)) => (s.stats().spoofed_acks, s.stats().retransmissions),
-        _ => (0, 0),
-    };
+    let (spoofed_acks, gw_retransmissions) = spoofer(sim.middlebox(gw)).map_or((0, 0), |s| {
+        (s.stats().spoofed_acks, s.stats().retransmissions)
+    });
     let delivered = sim.listener(0).bytes_delivered();
+    let link = sim.link(dialup);
+    let tunnelled_acks_seen = match link.queue() {
+        satpep_proto::link::AnyQueue::Ack(q) => q.stats().tunnelled_acks,
+        _ => 0,
+    };
     Ok(Outcome {
         throughput_bps: delivered as f64 * 8.0 / done.unwrap_or(t.as_secs_f64()).max(1e-9),
         spoofed_acks,
         gw_retransmissions,
-        dialup_queue_drops: sim.link(dialup).stats().queue_drops,
+        dialup_queue_drops: link.stats().queue_drops,
+        gw_rtt_s,
+        dialup_mean_queue: link.stats().mean_queue_packets(t),
+        tunnelled_acks_seen,
+    })
+}
+
+/// What [`run_many`] measured.
+#[derive(Clone, Debug)]
+pub struct ManyOutcome {
+    /// Each download's bytes × 8 / time until the client had its last byte.
+    pub per_flow_bps: Vec<f64>,
+    /// All bytes × 8 / time until the last download was complete.
+    pub aggregate_bps: f64,
+    /// CCBs the gateway allocated.
+    pub ccbs_allocated: u64,
+    /// Connections that passed unspoofed because `max_ccbs` CCBs were in use.
+    pub over_limit: u64,
+    /// Most bytes the gateway held for all connections at once (sampled every 10 ms).
+    pub peak_buffered: u64,
+    /// Gateway retransmissions toward the terminal.
+    pub gw_retransmissions: u64,
+    /// Connections the gateway aborted (retry limit exceeded), and the bytes it had
+    /// acknowledged to the Internet host that were then lost.
+    pub aborts: u64,
+    pub bytes_lost_on_abort: u64,
+    /// Packets the satellite queue dropped.
+    pub satellite_queue_drops: u64,
+    /// Packets (the hybrid host's ACKs) the dial-up queue dropped.
+    pub dialup_queue_drops: u64,
+}
+
+/// `n` downloads of `bytes_each` starting together through one spoofing gateway (at most
+/// `max_ccbs` CCBs; the rest pass end to end), each from its own server port with the
+/// scenario's 8 KiB Internet host window; `paced`: the gateway paces all CCBs together at the
+/// satellite's 1 Mb/s (`satellite_rate`).
+pub fn run_many(
+    n: usize,
+    bytes_each: u64,
+    max_ccbs: u32,
+    paced: bool,
+) -> Result<ManyOutcome, String> {
+    let mut text = SCENARIO.to_string();
+    for i in 1..n {
+        text.push_str(&format!(
+            "\n[[flow]]\nname = \"download{i}\"\nfrom = \"server\"\nto = \"client\"\n\
+             port = {}\napp = {{ kind = \"bulk\", bytes = \"{bytes_each}B\" }}\n",
+            80 + i
+        ));
+    }
+    let overrides = [
+        format!("flow.download.app={{ kind = \"bulk\", bytes = \"{bytes_each}B\" }}"),
+        format!(
+            "node.gw.middlebox={{ kind = \"spoof\", internet_port = 0, \
+             buffer_per_conn = \"64KiB\", max_ccbs = {max_ccbs}{} }}",
+            if paced {
+                ", satellite_rate = \"1Mbps\""
+            } else {
+                ""
+            }
+        ),
+    ];
+    let loaded =
+        satpep_scenario::load_str(&text, "arora.toml", &overrides).map_err(|e| e.to_string())?;
+    let sc = &loaded.scenario;
+    let gw = sc
+        .nodes
+        .iter()
+        .position(|n| n.name == "gw")
+        .ok_or("no `gw`")?;
+    let end = Instant::ZERO + sc.duration;
+    let mut sim = Simulation::new(sc);
+    let step = satpep_proto::Duration::from_millis(10);
+    let mut t = Instant::ZERO;
+    let mut done: Vec<Option<f64>> = vec![None; n];
+    let mut peak_buffered = 0;
+    while t < end && done.iter().any(Option::is_none) {
+        t = (t + step).min(end);
+        sim.run_until(t);
+        for (i, d) in done.iter_mut().enumerate() {
+            if d.is_none() && sim.listener(i).bytes_delivered() >= bytes_each {
+                *d = Some(t.as_secs_f64());
+            }
+        }
+        if let Some(s) = spoofer(sim.middlebox(gw)) {
+            peak_buffered = peak_buffered.max(s.buffered_bytes());
+        }
+    }
+    let secs = |d: &Option<f64>| d.unwrap_or(t.as_secs_f64()).max(1e-9);
+    let per_flow_bps = (0..n)
+        .map(|i| sim.listener(i).bytes_delivered() as f64 * 8.0 / secs(&done[i]))
+        .collect();
+    let total: u64 = (0..n).map(|i| sim.listener(i).bytes_delivered()).sum();
+    let last = done.iter().map(secs).fold(0.0, f64::max);
+    let stats = spoofer(sim.middlebox(gw))
+        .map(|s| s.stats())
+        .ok_or("the gateway has no spoofer")?;
+    Ok(ManyOutcome {
+        per_flow_bps,
+        aggregate_bps: total as f64 * 8.0 / last,
+        ccbs_allocated: stats.ccbs_allocated,
+        over_limit: stats.over_limit,
+        peak_buffered,
+        gw_retransmissions: stats.retransmissions,
+        aborts: stats.aborts,
+        bytes_lost_on_abort: stats.bytes_lost_on_abort,
+        satellite_queue_drops: sc
+            .links
+            .iter()
+            .position(|l| l.name == "satellite")
+            .map_or(0, |i| sim.link(i).stats().queue_drops),
+        dialup_queue_drops: sc
+            .links
+            .iter()
+            .position(|l| l.name == "dialup")
+            .map_or(0, |i| sim.link(i).stats().queue_drops),
     })
 }

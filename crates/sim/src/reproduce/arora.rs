@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::figure::Figures;
 use super::{fixed, md_table, par_map, Grid, Res, Table};
-use crate::experiments::arora::{run as run_one, Config};
+use crate::experiments::arora::{run as run_one, run_many, run_tunnelled, Config, Outcome};
 
 const WINDOWS_KIB: [u64; 5] = [4, 8, 16, 32, 64];
 
@@ -89,7 +89,250 @@ pub(super) fn run(dir: &Path, figs: &mut Figures) -> Res<Vec<Table>> {
     }
     super::write(&dir.join("arora.csv"), &csv)?;
     tables.push(paths()?);
+    tables.extend(tunnel()?);
+    tables.push(many()?);
     Ok(tables)
+}
+
+/// Many downloads sharing one spoofing gateway (500 kB each, starting together), with the
+/// paper's unpaced gateway and with `satellite_rate` pacing. Table `many`.
+fn many() -> Res<Table> {
+    const CASES: [(usize, u32, bool); 7] = [
+        (1, 1024, false),
+        (4, 1024, false),
+        (16, 1024, false),
+        (64, 1024, false),
+        (16, 1024, true),
+        (64, 1024, true),
+        (16, 8, true),
+    ];
+    let outcomes = par_map(&CASES, |&(n, limit, paced)| {
+        run_many(n, 500_000, limit, paced)
+    })?;
+    let rows = CASES
+        .iter()
+        .zip(&outcomes)
+        .map(|(&(n, limit, paced), o)| {
+            let kbps: Vec<f64> = o.per_flow_bps.iter().map(|b| b / 1e3).collect();
+            let mean = kbps.iter().sum::<f64>() / kbps.len() as f64;
+            let (min, max) = kbps
+                .iter()
+                .fold((f64::MAX, 0.0f64), |(lo, hi), &k| (lo.min(k), hi.max(k)));
+            // Jain's fairness index: (Σx)² / (n Σx²), 1 when all are equal.
+            let jain = kbps.iter().sum::<f64>().powi(2)
+                / (kbps.len() as f64 * kbps.iter().map(|k| k * k).sum::<f64>());
+            vec![
+                n.to_string(),
+                limit.to_string(),
+                if paced { "1 Mb/s" } else { "no" }.to_string(),
+                format!("{} / {}", o.ccbs_allocated, o.over_limit),
+                fixed(o.aggregate_bps / 1e3, 0),
+                format!("{} ({}–{})", fixed(mean, 0), fixed(min, 0), fixed(max, 0)),
+                fixed(jain, 3),
+                o.gw_retransmissions.to_string(),
+                format!("{} / {}", o.satellite_queue_drops, o.dialup_queue_drops),
+                fixed(o.peak_buffered as f64 / 1024.0, 0),
+            ]
+        })
+        .collect();
+    Ok(Table {
+        name: "many".into(),
+        markdown: md_table(
+            &[
+                "downloads",
+                "max_ccbs",
+                "satellite_rate",
+                "spoofed / not",
+                "aggregate kb/s",
+                "per download kb/s: mean (min–max)",
+                "Jain index",
+                "gateway retransmissions",
+                "drops: satellite / dial-up",
+                "gateway buffer peak (KiB)",
+            ],
+            rows,
+        ),
+    })
+}
+
+/// One run of [`tunnel`]: host window (KiB), ACK every `delack` segments, tunnelled or not,
+/// and further overrides.
+#[derive(Clone)]
+struct TunnelPoint {
+    window_kib: u64,
+    delack: u32,
+    config: Config,
+    tunnel: bool,
+    extra: &'static [&'static str],
+}
+
+/// The paper's own return path (IP-in-IP over the dial-up, ACK dropping looking inside the
+/// tunnel) and the two questions the first tables leave: does return-path queueing make the
+/// round trip of ≈ 1.3 s that 400 kb/s through a 64 KB window needs, and can a 4 KB window give
+/// the paper's 120 kb/s before the enhancements? Tables `tunnel` and `bounds`.
+fn tunnel() -> Res<Vec<Table>> {
+    const ASYNC: &[&str] = &["link.dialup.rate=23.04kbps"];
+    // Spoofing with the paper's default 4 KB host window over terrestrial legs of 10–80 ms one
+    // way: the Internet host's own window over its own round trip.
+    const TERRESTRIAL: [(u32, &[&str]); 4] = [
+        (
+            10,
+            &["link.server-gw.delay=10ms", "link.gw-server.delay=10ms"],
+        ),
+        (20, &[]),
+        (
+            40,
+            &["link.server-gw.delay=40ms", "link.gw-server.delay=40ms"],
+        ),
+        (
+            80,
+            &["link.server-gw.delay=80ms", "link.gw-server.delay=80ms"],
+        ),
+    ];
+    const SHORT: &[&str] = &[
+        "link.dialup.delay=10ms",
+        "link.server-gw.delay=1ms",
+        "link.gw-server.delay=1ms",
+    ];
+    let mut points = Vec::new();
+    for window_kib in [4, 64] {
+        for delack in [2, 1] {
+            for config in Config::ALL {
+                points.push(TunnelPoint {
+                    window_kib,
+                    delack,
+                    config,
+                    tunnel: true,
+                    extra: &[],
+                });
+            }
+        }
+    }
+    let bounds = [
+        // Spoofing, ACK per segment, no dropping: the dial-up at 28.8 kbaud of asynchronous
+        // serial (10 bits a byte) carries 23.04 kb/s of bytes.
+        TunnelPoint {
+            window_kib: 64,
+            delack: 1,
+            config: Config::Spoofing,
+            tunnel: true,
+            extra: ASYNC,
+        },
+        // Before the enhancements, the shortest return and terrestrial legs: the most a 4 KB
+        // window gets over the 250 ms satellite hop.
+        TunnelPoint {
+            window_kib: 4,
+            delack: 2,
+            config: Config::None,
+            tunnel: false,
+            extra: SHORT,
+        },
+    ];
+    let n = points.len();
+    points.extend(bounds.iter().cloned());
+    points.extend(TERRESTRIAL.iter().map(|&(_, extra)| TunnelPoint {
+        window_kib: 4,
+        delack: 2,
+        config: Config::SpoofingAckDrop,
+        tunnel: true,
+        extra,
+    }));
+    let outcomes: Vec<Outcome> = par_map(&points, |p| {
+        let mut extra = vec![format!("flow.download.tcp.delack_segments={}", p.delack)];
+        extra.extend(p.extra.iter().map(|s| s.to_string()));
+        if p.tunnel {
+            run_tunnelled(p.config, p.window_kib * 1024, &extra)
+        } else {
+            run_one(p.config, p.window_kib * 1024, &extra)
+        }
+    })?;
+    let rtt = |o: &Outcome| o.gw_rtt_s.map_or("—".into(), |r| fixed(r, 2));
+    let rows = points[..n]
+        .iter()
+        .zip(&outcomes)
+        .map(|(p, o)| {
+            vec![
+                p.window_kib.to_string(),
+                if p.delack == 1 {
+                    "every segment"
+                } else {
+                    "every 2nd"
+                }
+                .to_string(),
+                label(p.config).to_string(),
+                fixed(o.throughput_bps / 1e3, 0),
+                rtt(o),
+                fixed(o.dialup_mean_queue, 1),
+                o.tunnelled_acks_seen.to_string(),
+            ]
+        })
+        .collect();
+    let tunnel = Table {
+        name: "tunnel".into(),
+        markdown: md_table(
+            &[
+                "host window (KiB)",
+                "client ACKs",
+                "configuration",
+                "kb/s",
+                "gateway RTT (s)",
+                "dial-up queue (mean packets)",
+                "ACKs the filter saw inside the tunnel",
+            ],
+            rows,
+        ),
+    };
+    let (async_run, short_run) = (&outcomes[n], &outcomes[n + 1]);
+    let needed_rtt = 65_535.0 * 8.0 / 400e3;
+    let bounds_table = Table {
+        name: "bounds".into(),
+        markdown: md_table(
+            &["question", "paper", "satpep run", "kb/s", "gateway RTT (s)"],
+            vec![
+                vec![
+                    "round trip behind 400 kb/s with a 64 KB window".into(),
+                    format!("{} s (64 KB / 400 kb/s)", fixed(needed_rtt, 2)),
+                    "spoofing, tunnel, ACK per segment, no dropping, async serial dial-up \
+                     (23.04 kb/s of bytes)"
+                        .into(),
+                    fixed(async_run.throughput_bps / 1e3, 0),
+                    rtt(async_run),
+                ],
+                vec![
+                    "before the enhancements, 4 KB window".into(),
+                    "about 120 kb/s".into(),
+                    "no enhancement, 4 KiB, dial-up 10 ms and terrestrial 1 ms one way".into(),
+                    fixed(short_run.throughput_bps / 1e3, 0),
+                    "—".into(),
+                ],
+            ],
+        ),
+    };
+    let terrestrial = Table {
+        name: "terrestrial".into(),
+        markdown: md_table(
+            &[
+                "server–gateway delay, one way (ms)",
+                "kb/s",
+                "4 KiB / terrestrial RTT (kb/s)",
+            ],
+            TERRESTRIAL
+                .iter()
+                .zip(&outcomes[n + 2..])
+                .map(|(&(ms, _), o)| {
+                    // The terrestrial round trip: twice the delay plus a 1500-byte segment's
+                    // serialisation at 10 Mb/s (1.2 ms).
+                    let rtt = 2.0 * f64::from(ms) / 1e3 + 1.2e-3;
+                    vec![
+                        ms.to_string(),
+                        fixed(o.throughput_bps / 1e3, 0),
+                        fixed(4096.0 * 8.0 / rtt / 1e3, 0),
+                    ]
+                })
+                .collect(),
+        ),
+    };
+    Ok(vec![tunnel, bounds_table, terrestrial])
 }
 
 const PATHS: &str = include_str!("../../../../scenarios/arora/arora_paths.toml");
