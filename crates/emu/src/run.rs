@@ -680,6 +680,7 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
                 delivered_bytes: s.delivered_bytes,
                 queue_drops: s.queue_drops,
                 error_drops: s.error_drops,
+                arq_retransmissions: s.arq_retransmissions,
                 mean_queue_packets: s.mean_queue_packets(now),
                 max_queue_packets: s.max_queue_packets,
                 mean_queue_bytes: s.mean_queue_bytes(now),

@@ -156,8 +156,12 @@ pub struct LinkSummary {
     pub delivered_bytes: u64,
     /// Packets dropped because the queue was full.
     pub queue_drops: u64,
-    /// Packets dropped by the error model.
+    /// Packets dropped by the error model (with link-layer ARQ: given up after the last
+    /// retransmission).
     pub error_drops: u64,
+    /// Link-layer retransmissions (links with `arq`; absent when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub arq_retransmissions: u64,
     /// Time-weighted mean queue length (packets).
     #[serde(serialize_with = "dec6")]
     pub mean_queue_packets: f64,
@@ -166,6 +170,10 @@ pub struct LinkSummary {
     /// Time-weighted mean queue length (bytes).
     #[serde(serialize_with = "dec3")]
     pub mean_queue_bytes: f64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The counters of one router's middlebox at the end of a run.
@@ -354,6 +362,7 @@ pub(crate) mod tests {
                 delivered_bytes: 6_000_000,
                 queue_drops: 3,
                 error_drops: 4,
+                arq_retransmissions: 0,
                 mean_queue_packets: 12.25,
                 max_queue_packets: 100,
                 mean_queue_bytes: 18_375.0,

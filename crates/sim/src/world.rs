@@ -1109,6 +1109,7 @@ impl Simulation {
                     delivered_bytes: st.delivered_bytes,
                     queue_drops: st.queue_drops,
                     error_drops: st.error_drops,
+                    arq_retransmissions: st.arq_retransmissions,
                     mean_queue_packets: st.mean_queue_packets(now),
                     max_queue_packets: st.max_queue_packets,
                     mean_queue_bytes: st.mean_queue_bytes(now),

@@ -45,6 +45,10 @@ pub struct LinkConfig {
     /// Default: none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outages: Vec<Outage>,
+    /// Link-layer retransmission of corrupted frames (see [`super::arq`]). Default: none (a
+    /// corrupted frame is lost).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arq: Option<super::arq::ArqConfig>,
 }
 
 /// Header compression on a link.
@@ -72,6 +76,7 @@ impl Default for LinkConfig {
             delay_trace: None,
             loss_trace: None,
             outages: Vec::new(),
+            arq: None,
         }
     }
 }
@@ -243,6 +248,13 @@ impl LinkConfig {
             return Err(format!(
                 "{key}: the trace file was not read (the scenario loader reads it)"
             ));
+        }
+        if self.arq.is_some() && self.compression != Compression::None {
+            return Err(
+                "arq: not with `compression`: the header decompressor needs frames in order \
+                 and hears of every corrupted one"
+                    .to_owned(),
+            );
         }
         self.queue.validate().map_err(|e| format!("queue.{e}"))?;
         self.error.validate().map_err(|e| format!("error.{e}"))

@@ -10,11 +10,12 @@
 //! ```
 //!
 //! What the model leaves out: no per-bit timing inside a packet, no link-layer framing or FEC
-//! (put their overhead in the rate), no retransmission at the link layer. The rate, delay and
+//! (put their overhead in the rate); retransmission at the link layer is optional ([`arq`]). The rate, delay and
 //! loss may follow schedules read from files, and outages may stop the link ([`schedule`]); a
 //! delay that falls never lets a packet overtake the one ahead (the delay line stays FIFO, as
 //! Mahimahi's `mm-delay` is), and there is no jitter beyond what a delay schedule gives.
 
+pub mod arq;
 mod channel;
 mod config;
 mod drop_tail;
@@ -24,6 +25,7 @@ mod queue;
 pub mod schedule;
 mod stats;
 
+pub use arq::ArqConfig;
 pub use channel::ChannelReleaseConfig;
 pub use config::{Compression, ErrorModelConfig, LinkConfig, QueueConfig, QueueKind};
 pub use drop_tail::DropTail;

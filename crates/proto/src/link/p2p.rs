@@ -67,6 +67,33 @@ pub struct Link {
     schedules: Option<Box<Schedules>>,
     /// An outage holds the queue until then.
     held_until: Option<Instant>,
+    /// Link-layer retransmission, when configured (see [`super::arq`]).
+    arq: Option<Box<Arq>>,
+}
+
+/// Link-layer ARQ state: frames whose NAK is under way, and the frame numbering that keeps
+/// in-order delivery.
+#[derive(Clone, Debug)]
+struct Arq {
+    max_retries: u32,
+    feedback_delay: Duration,
+    in_order: bool,
+    /// Corrupted frames, by the instant their retransmission may start (FIFO: the feedback
+    /// delay is the same for all).
+    pending: VecDeque<Pending>,
+    /// Number of the next frame sent for the first time.
+    next_frame: u64,
+    /// Delay-line entries that hold the place of a frame being retransmitted (in order).
+    placeholders: usize,
+}
+
+#[derive(Clone, Debug)]
+struct Pending {
+    ready_at: Instant,
+    entry: QueuedPacket,
+    frame: u64,
+    /// Retransmissions so far, this one included once it starts.
+    tries: u32,
 }
 
 /// Header compression on the link: the compressor runs when a packet starts serialisation (as a
@@ -86,6 +113,9 @@ struct Serialising {
     start: Instant,
     /// When its last bit leaves.
     finish: Instant,
+    /// With ARQ: the frame's number and how many times it was sent before.
+    frame: u64,
+    tries: u32,
 }
 
 /// A packet propagating to the far end.
@@ -95,6 +125,10 @@ struct InFlight {
     pkt: Packet,
     /// Bytes it occupied on the link (the compressed size under header compression).
     wire_len: u64,
+    /// With in-order ARQ: the frame's number, and false while this entry only holds the place
+    /// of a frame being retransmitted.
+    frame: u64,
+    ready: bool,
 }
 
 impl Link {
@@ -118,6 +152,16 @@ impl Link {
             stats: LinkStats::default(),
             drops: DropLog::default(),
             channel: config.channel_release.map(super::channel::Channel::new),
+            arq: config.arq.as_ref().map(|a| {
+                Box::new(Arq {
+                    max_retries: a.max_retries,
+                    feedback_delay: a.feedback_delay.unwrap_or(config.delay.saturating_mul(2)),
+                    in_order: a.in_order,
+                    pending: VecDeque::new(),
+                    next_frame: 0,
+                    placeholders: 0,
+                })
+            }),
             vj: match config.compression {
                 Compression::None => None,
                 Compression::Vj => Some(Vj {
@@ -218,9 +262,20 @@ impl Link {
         self.queue.len_bytes()
     }
 
-    /// Packets propagating (serialised, not corrupted, not yet delivered).
+    /// Packets propagating (serialised, not corrupted, not yet delivered; with in-order ARQ,
+    /// frames held behind a missing one included).
     pub fn in_flight(&self) -> usize {
-        self.delay_line.len()
+        self.delay_line.len() - self.arq.as_ref().map_or(0, |a| a.placeholders)
+    }
+
+    /// Corrupted frames awaiting their link-layer retransmission (0 without ARQ).
+    pub fn arq_pending(&self) -> usize {
+        self.arq.as_ref().map_or(0, |a| a.pending.len())
+    }
+
+    /// When the next link-layer retransmission may start, if one waits.
+    fn arq_ready_at(&self) -> Option<Instant> {
+        self.arq.as_ref()?.pending.front().map(|p| p.ready_at)
     }
 
     /// True while a packet is on the serialiser.
@@ -265,18 +320,64 @@ impl Link {
                 self.start_next(u);
             }
         }
-        while let Some(done) = self.serialising.take_if(|s| s.finish <= now) {
+        loop {
+            if self.serialising.is_none() {
+                // An idle serialiser starts a retransmission the instant its NAK is back.
+                if let Some(r) = self.arq_ready_at().filter(|&r| r <= now) {
+                    self.start_next(r);
+                }
+            }
+            let Some(done) = self.serialising.take_if(|s| s.finish <= now) else {
+                break;
+            };
             let t = done.finish;
             self.stats.busy_ns += t.saturating_since(done.start).as_nanos();
             if let Some(c) = &mut self.channel {
                 c.on_finish(t);
             }
-            let QueuedPacket {
-                mut pkt, arrival, ..
-            } = done.entry;
-            let wire_len = pkt.wire_len();
+            let (frame, tries) = (done.frame, done.tries);
+            let wire_len = done.entry.pkt.wire_len();
+            // A retransmission is not an arrival: the `List` model never names index 0.
+            let arrival = if tries > 0 { 0 } else { done.entry.arrival };
             let corrupted = self.errors.is_corrupted(arrival, wire_len);
-            if corrupted || self.schedules.as_mut().is_some_and(|s| s.is_lost(t)) {
+            let lost = corrupted || self.schedules.as_mut().is_some_and(|s| s.is_lost(t));
+            let entry = match (&mut self.arq, lost) {
+                (Some(arq), true) if tries < arq.max_retries => {
+                    if arq.in_order && tries == 0 {
+                        self.delay_line.push_back(InFlight {
+                            due: t,
+                            pkt: done.entry.pkt.clone(),
+                            wire_len,
+                            frame,
+                            ready: false,
+                        });
+                        arq.placeholders += 1;
+                    }
+                    arq.pending.push_back(Pending {
+                        ready_at: t + arq.feedback_delay,
+                        entry: done.entry,
+                        frame,
+                        tries,
+                    });
+                    None
+                }
+                (Some(arq), true) => {
+                    self.stats.arq_given_up += u64::from(tries > 0);
+                    if arq.in_order && tries > 0 {
+                        if let Some(i) = self.delay_line.iter().position(|f| f.frame == frame) {
+                            self.delay_line.remove(i);
+                            arq.placeholders -= 1;
+                        }
+                    }
+                    Some(done.entry)
+                }
+                _ => Some(done.entry),
+            };
+            let Some(QueuedPacket { mut pkt, .. }) = entry else {
+                self.start_next(t);
+                continue;
+            };
+            if lost {
                 self.stats.error_drops += 1;
                 self.drops.push(Dropped::of(&pkt, DropReason::LineError));
                 if let Some(vj) = &mut self.vj {
@@ -295,7 +396,35 @@ impl Link {
                     Some(s) => s.due(t, self.delay),
                     None => t + self.delay,
                 };
-                self.delay_line.push_back(InFlight { due, pkt, wire_len });
+                let placeholder = self
+                    .arq
+                    .as_mut()
+                    .filter(|a| a.in_order && tries > 0)
+                    .and_then(|a| {
+                        // The frame's place, kept since its first transmission.
+                        let i = self.delay_line.partition_point(|f| f.frame < frame);
+                        let f = self.delay_line.get_mut(i).filter(|f| f.frame == frame)?;
+                        a.placeholders -= 1;
+                        Some(f)
+                    });
+                match placeholder {
+                    Some(f) => {
+                        *f = InFlight {
+                            due,
+                            pkt,
+                            wire_len,
+                            frame,
+                            ready: true,
+                        };
+                    }
+                    None => self.delay_line.push_back(InFlight {
+                        due,
+                        pkt,
+                        wire_len,
+                        frame,
+                        ready: true,
+                    }),
+                }
             }
             self.start_next(t);
             if self.serialising.is_none() {
@@ -323,6 +452,26 @@ impl Link {
                 }
             }
         }
+        if let Some(arq) = self.arq.as_mut() {
+            if arq.pending.front().is_some_and(|p| p.ready_at <= t) {
+                if let Some(p) = arq.pending.pop_front() {
+                    self.stats.arq_retransmissions += 1;
+                    let len = p.entry.pkt.wire_len();
+                    let finish = match &mut self.schedules {
+                        Some(s) => s.finish(t, len, self.rate),
+                        None => t + self.rate.tx_time(len),
+                    };
+                    self.serialising = Some(Serialising {
+                        entry: p.entry,
+                        start: t,
+                        finish,
+                        frame: p.frame,
+                        tries: p.tries + 1,
+                    });
+                    return;
+                }
+            }
+        }
         self.account_queue(t);
         if let Some(mut entry) = self.queue.dequeue(t) {
             if let Some(vj) = &mut self.vj {
@@ -333,10 +482,16 @@ impl Link {
                 Some(s) => s.finish(t, len, self.rate),
                 None => t + self.rate.tx_time(len),
             };
+            let frame = self.arq.as_mut().map_or(0, |a| {
+                a.next_frame += 1;
+                a.next_frame
+            });
             self.serialising = Some(Serialising {
                 entry,
                 start: t,
                 finish,
+                frame,
+                tries: 0,
             });
         }
     }
@@ -387,7 +542,8 @@ impl Node for Link {
     #[inline]
     fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         self.advance(now);
-        if self.delay_line.front()?.due > now {
+        let front = self.delay_line.front()?;
+        if !front.ready || front.due > now {
             return None;
         }
         let InFlight { pkt, wire_len, .. } = self.delay_line.pop_front()?;
@@ -408,9 +564,10 @@ impl Node for Link {
             Some(_) => ser.finish,
             None => ser.finish + self.delay,
         });
-        let due = self.delay_line.front().map(|f| f.due);
+        let due = self.delay_line.front().filter(|f| f.ready).map(|f| f.due);
         let setup = self.channel.as_ref().and_then(|c| c.ready_at());
-        [finish, due, setup, self.held_until]
+        let retransmission = self.arq_ready_at().filter(|_| self.serialising.is_none());
+        [finish, due, setup, self.held_until, retransmission]
             .into_iter()
             .flatten()
             .min()

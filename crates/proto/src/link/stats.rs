@@ -9,7 +9,8 @@ use crate::time::Instant;
 /// [`Link::stats_at`](super::Link::stats_at)).
 ///
 /// Every packet that entered is accounted for: `arrivals = delivered_packets + queue_drops +
-/// removed + error_drops + compression_drops +` (queued + being serialised + in flight).
+/// removed + error_drops + compression_drops +` (queued + being serialised + in flight +
+/// awaiting a link-layer retransmission).
 #[derive(Clone, Copy, Debug, Default, Eq, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct LinkStats {
@@ -39,6 +40,11 @@ pub struct LinkStats {
     pub max_queue_packets: u64,
     /// Largest number of bytes waiting at once, in bytes.
     pub max_queue_bytes: u64,
+    /// Link-layer retransmissions started ([`super::arq`]), in frames.
+    pub arq_retransmissions: u64,
+    /// Frames the link-layer ARQ gave up after its last retransmission was corrupted too
+    /// (also counted in `error_drops`), in frames.
+    pub arq_given_up: u64,
 }
 
 impl LinkStats {
