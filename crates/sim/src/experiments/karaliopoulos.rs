@@ -25,6 +25,13 @@ pub enum Scheme {
     SplitDelDupAcks,
     /// Snoop at the gateway, Reno end to end.
     Snoop,
+    /// Split, Reno over the satellite with delayed duplicate ACKs, and the satellite link's own
+    /// selective-repeat ARQ (3 retries, frames delivered as they arrive) as the link-level
+    /// retransmitter: the paper's pairing, with a link-layer ARQ instead of Snoop.
+    SplitDelDupAcksArq,
+    /// Split, Reno over the satellite, the link's ARQ delivering in order (TCP sees delay,
+    /// never a duplicate ACK from a corruption), no delay element.
+    SplitRenoArqInOrder,
 }
 
 impl Scheme {
@@ -37,9 +44,18 @@ impl Scheme {
         Self::Snoop,
     ];
 
+    /// The link-level retransmitters compared under split Reno (docs: "Link-layer ARQ").
+    pub const LINK_LEVEL: [Self; 3] = [
+        Self::SplitDelDupAcks,
+        Self::SplitDelDupAcksArq,
+        Self::SplitRenoArqInOrder,
+    ];
+
     /// Short name for CSV files and legends.
     pub fn name(self) -> &'static str {
         match self {
+            Self::SplitDelDupAcksArq => "split_deldupacks_arq",
+            Self::SplitRenoArqInOrder => "split_reno_arq_in_order",
             Self::RenoE2e => "reno_e2e",
             Self::SackE2e => "sack_e2e",
             Self::SplitRenoSack => "split_reno_sack",
@@ -115,6 +131,18 @@ impl Point {
             Scheme::Snoop => {
                 o.push("node.arq.middlebox={ kind = \"snoop\", satellite_port = 1 }".into())
             }
+            Scheme::SplitDelDupAcksArq => {
+                o.push(split("reno"));
+                o.push("link.satellite.arq={ max_retries = 3, in_order = false }".into());
+                o.push(format!(
+                    "node.term.middlebox={{ kind = \"dupack_delay\", port = 1, delay = \"{}ns\" }}",
+                    self.dupack_delay.as_nanos()
+                ));
+            }
+            Scheme::SplitRenoArqInOrder => {
+                o.push(split("reno"));
+                o.push("link.satellite.arq={ max_retries = 3, in_order = true }".into());
+            }
         }
         o
     }
@@ -148,6 +176,9 @@ pub struct Outcome {
     pub sender_fast_retransmits: u64,
     /// Largest gateway buffer (split schemes), bytes.
     pub max_gw_buffer: u64,
+    /// The satellite link's ARQ: retransmissions, and frames given up.
+    pub link_retransmissions: u64,
+    pub link_given_up: u64,
     /// Samples every `sample_every` (empty if not asked for).
     pub samples: Vec<Sample>,
 }
@@ -202,6 +233,12 @@ pub fn run(point: &Point, sample_every: Option<Duration>) -> Result<Outcome, Str
         }
     }
     let st = sim.opener(0).stats();
+    let sat = sc
+        .links
+        .iter()
+        .position(|l| l.name == "satellite")
+        .ok_or("no link `satellite`")?;
+    let link = sim.link(sat).stats();
     let goodput_bps = match completion {
         Some(c) => point.bytes as f64 * 8.0 / c,
         None => sim.listener(0).bytes_delivered() as f64 * 8.0 / t.as_secs_f64().max(1e-9),
@@ -212,6 +249,8 @@ pub fn run(point: &Point, sample_every: Option<Duration>) -> Result<Outcome, Str
         sender_rtos: st.rto_expirations,
         sender_fast_retransmits: st.fast_retransmits,
         max_gw_buffer: max_buf,
+        link_retransmissions: link.arq_retransmissions,
+        link_given_up: link.arq_given_up,
         samples,
     })
 }

@@ -61,6 +61,8 @@ fn label(s: Scheme) -> &'static str {
         Scheme::SplitRenoSack => "split Reno–SACK",
         Scheme::SplitDelDupAcks => "split + DelDupACKs",
         Scheme::Snoop => "Snoop",
+        Scheme::SplitDelDupAcksArq => "split + DelDupACKs over link ARQ",
+        Scheme::SplitRenoArqInOrder => "split Reno over in-order link ARQ",
     }
 }
 
@@ -73,7 +75,70 @@ fn per_label(per: f64) -> &'static str {
 pub(super) fn run(dir: &Path, figs: &mut Figures) -> Res<Vec<Table>> {
     let mut tables = fig2(dir, figs)?;
     tables.extend(fig3_fig4(dir, figs)?);
+    tables.push(link_level()?);
     Ok(tables)
+}
+
+/// The link-level retransmitter under split Reno: Snoop without duplicate hiding (Fig 2's
+/// DelDupACKs scheme) against the satellite link's own selective-repeat ARQ, out of order with
+/// the delay element and in order without it; 4 MB at 2 Mb/s, mean of the seeds. Table
+/// `link_arq`.
+fn link_level() -> Res<Table> {
+    let mut points = Vec::new();
+    for scheme in Scheme::LINK_LEVEL {
+        for per in PERS {
+            for seed in SEEDS {
+                points.push(point(scheme, per, 4_000_000, "2Mbps", seed));
+            }
+        }
+    }
+    let outcomes = par_map(&points, |p| {
+        run_one(p, None).map_err(|e| format!("{p:?}: {e}"))
+    })?;
+    let mean = |scheme: Scheme, per: f64, f: &dyn Fn(&Outcome) -> f64| {
+        let v: Vec<f64> = points
+            .iter()
+            .zip(&outcomes)
+            .filter(|(p, _)| p.scheme == scheme && p.per == per)
+            .map(|(_, o)| f(o))
+            .collect();
+        v.iter().sum::<f64>() / v.len().max(1) as f64
+    };
+    let rows = PERS
+        .iter()
+        .map(|&per| {
+            let mut row = vec![per_label(per).to_string()];
+            for scheme in Scheme::LINK_LEVEL {
+                row.push(fixed(mean(scheme, per, &|o| o.goodput_bps) / 1e3, 0));
+            }
+            for scheme in &Scheme::LINK_LEVEL[1..] {
+                row.push(format!(
+                    "{} / {}",
+                    fixed(mean(*scheme, per, &|o| o.link_retransmissions as f64), 0),
+                    fixed(mean(*scheme, per, &|o| o.link_given_up as f64), 1)
+                ));
+            }
+            row
+        })
+        .collect();
+    let header: Vec<String> = ["PER".to_string()]
+        .into_iter()
+        .chain(
+            Scheme::LINK_LEVEL
+                .iter()
+                .map(|s| format!("{} (kb/s)", label(*s))),
+        )
+        .chain(
+            Scheme::LINK_LEVEL[1..]
+                .iter()
+                .map(|s| format!("{}: link retransmissions / given up", label(*s))),
+        )
+        .collect();
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    Ok(Table {
+        name: "link_arq".into(),
+        markdown: md_table(&header, rows),
+    })
 }
 
 /// Fig. 2 and the rate sensitivity: one table and one figure per (size, rate).
