@@ -502,3 +502,35 @@ fn pacing_spaces_segments_at_the_satellite_rate_in_round_robin() {
     let mut g = gw(SpoofConfig::default());
     assert_eq!(open_and_send(&mut g, 4, 5, at(1.0)).len(), 20);
 }
+
+#[test]
+fn validate_names_the_key_of_a_bad_value() {
+    let ok = SpoofConfig {
+        satellite_rate: Some(Bitrate::from_bps(1_000_000)),
+        ..SpoofConfig::default()
+    };
+    assert_eq!(ok.validate(), Ok(()));
+    assert_eq!(SpoofConfig::default().validate(), Ok(()));
+    let zero_rate = SpoofConfig {
+        satellite_rate: Some(Bitrate::from_bps(0)),
+        ..SpoofConfig::default()
+    };
+    assert_eq!(
+        zero_rate.validate(),
+        Err("satellite_rate: must be > 0".into())
+    );
+    let no_buffer = SpoofConfig {
+        buffer_per_conn: ByteSize(0),
+        ..SpoofConfig::default()
+    };
+    assert!(no_buffer
+        .validate()
+        .is_err_and(|e| e.starts_with("buffer_per_conn")));
+    let no_idle = SpoofConfig {
+        idle_timeout: Duration::ZERO,
+        ..SpoofConfig::default()
+    };
+    assert!(no_idle
+        .validate()
+        .is_err_and(|e| e.starts_with("idle_timeout")));
+}

@@ -123,10 +123,93 @@ pub(super) fn run(dir: &Path, figs: &mut Figures) -> Res<Vec<Table>> {
     };
     Ok(vec![
         fig5,
-        fig6(dir, figs)?,
+        fig6(dir, figs, None)?,
+        fig6(dir, figs, Some("64KB"))?,
         fig7(dir, figs)?,
+        gamma(dir, figs)?,
         nst(dir, figs)?,
     ])
+}
+
+/// The RBDC request trace behind "lower γ is better": for each γ, the 500 KB transfer's
+/// superframes until the transfer ends (`dama.csv`), and what the allocation did while data
+/// waited. Table and figure `gamma`.
+fn gamma(out: &Path, figs: &mut Figures) -> Res<Table> {
+    let gammas = ["RBDC g=0.1", "RBDC g=0.5", "RBDC g=1"];
+    let dirs: Vec<_> = gammas
+        .iter()
+        .map(|g| out.join("gamma").join(g.replace([' ', '='], "_")))
+        .collect();
+    let jobs: Vec<usize> = (0..gammas.len()).collect();
+    let sums = par_map(&jobs, |&i| {
+        let set = [
+            scheme(gammas[i]),
+            vec!["flow.ftp.app.bytes=\"500KB\"".to_string()],
+        ]
+        .concat();
+        sim(None, &set, &dirs[i])
+    })?;
+    let mut rows = Vec::new();
+    let mut series = Vec::new();
+    for ((g, dir), sum) in gammas.iter().zip(&dirs).zip(&sums) {
+        let done = sum
+            .flows
+            .first()
+            .and_then(|f| f.completion_time_s)
+            .unwrap_or(f64::NAN);
+        let sf = csv(
+            &dir.join("dama.csv"),
+            &["time_s", "queue_bytes", "rbdc", "req_rbdc"],
+            |_| true,
+        )?;
+        let during: Vec<&Vec<f64>> = sf.iter().filter(|r| r[0] <= done).collect();
+        let waiting: Vec<&&Vec<f64>> = during.iter().filter(|r| r[1] > 0.0).collect();
+        let starved = waiting.iter().filter(|r| r[2] == 0.0).count();
+        let mean_slots = waiting.iter().map(|r| r[2]).sum::<f64>() / waiting.len().max(1) as f64;
+        let first_full = during
+            .iter()
+            .find(|r| r[2] >= 64.0)
+            .map_or("never".to_string(), |r| format!("{} s", fixed(r[0], 2)));
+        let granted: f64 = during.iter().map(|r| r[2]).sum();
+        let requested: f64 = during.iter().map(|r| r[3]).sum();
+        rows.push(vec![
+            label(g),
+            format!("{} s", fixed(done, 2)),
+            first_full,
+            format!("{} of {}", starved, waiting.len()),
+            fixed(mean_slots, 1),
+            format!("{} / {}", fixed(requested, 0), fixed(granted, 0)),
+        ]);
+        series.push((
+            g.replace("g=", "gamma "),
+            during.iter().map(|r| (r[0], r[2])).collect(),
+        ));
+    }
+    figure(
+        figs,
+        "gamma_rbdc",
+        &Chart {
+            title: "RBDC slots per superframe during the 500 KB transfer",
+            x: "time (s)",
+            y: "RBDC slots",
+            series,
+            bars: None,
+        },
+    )?;
+    Ok(Table {
+        name: "gamma".into(),
+        markdown: md_table(
+            &[
+                "scheme",
+                "500 KB transfer",
+                "first superframe with ≥ 64 RBDC slots (half the carrier)",
+                "superframes with data waiting and no RBDC slot",
+                "mean RBDC slots while data waits",
+                "slots requested / granted",
+            ],
+            rows,
+        ),
+    })
 }
 
 struct Chart<'a> {
@@ -334,14 +417,26 @@ fn throughput(dir: &Path) -> Res<Vec<(f64, f64)>> {
         .collect())
 }
 
-fn fig6(out: &Path, figs: &mut Figures) -> Res<Table> {
+/// Figs 6a/6b/5c with the scenario's 1 MB receive window, or with `window` (e.g. `"64KB"`:
+/// table `fig6_64KB`, figures suffixed likewise).
+fn fig6(out: &Path, figs: &mut Figures, window: Option<&str>) -> Res<Table> {
     let schemes = ["CRA", "VBDC", "RBDC g=0.1", "5 CRA"];
+    let tag = window.map_or(String::new(), |w| format!("_{w}"));
     let dirs: Vec<_> = schemes
         .iter()
-        .map(|s| out.join("fig6").join(s.replace([' ', '='], "_")))
+        .map(|s| {
+            out.join(format!("fig6{tag}"))
+                .join(s.replace([' ', '='], "_"))
+        })
         .collect();
     let jobs: Vec<usize> = (0..schemes.len()).collect();
-    let sums = par_map(&jobs, |&i| sim(None, &scheme(schemes[i]), &dirs[i]))?;
+    let sums = par_map(&jobs, |&i| {
+        let mut set = scheme(schemes[i]);
+        if let Some(w) = window {
+            set.push(format!("defaults.tcp.recv_buffer=\"{w}\""));
+        }
+        sim(None, &set, &dirs[i])
+    })?;
     let (mut rtt, mut tput, mut pdf, mut rows) = (vec![], vec![], vec![], vec![]);
     let mut table = String::from(
         "scheme,mean_rtt_ms,median_rtt_ms,first_rtt_ms,saturation_time_s,completion_s\n",
@@ -368,12 +463,19 @@ fn fig6(out: &Path, figs: &mut Figures) -> Res<Table> {
             table,
             "{s},{mean:.1},{median:.1},{first:.1},{sat:.2},{done:.2}"
         )?;
+        let secs = |v: f64, never: &str| {
+            if v.is_nan() {
+                never.to_string()
+            } else {
+                format!("{} s", fixed(v, 2))
+            }
+        };
         rows.push(vec![
             label(s),
             format!("{} ms", fixed(first, 1)),
             format!("{} ms", fixed(mean, 0)),
-            format!("{} s", fixed(sat, 2)),
-            format!("{} s", fixed(done, 2)),
+            secs(sat, "never"),
+            secs(done, "not within the 120 s run"),
         ]);
         // PDF: 100 ms bins.
         let mut bins: BTreeMap<i64, usize> = BTreeMap::new();
@@ -396,10 +498,10 @@ fn fig6(out: &Path, figs: &mut Figures) -> Res<Table> {
             th.into_iter().filter(|p| p.0 <= 40.0).collect(),
         ));
     }
-    super::write(&out.join("fig6.csv"), &table)?;
+    super::write(&out.join(format!("fig6{tag}.csv")), &table)?;
     figure(
         figs,
-        "fig6a_rtt",
+        &format!("fig6a_rtt{tag}"),
         &Chart {
             title: "Fig 6a: RTT seen by TCP",
             x: "time (s)",
@@ -410,7 +512,7 @@ fn fig6(out: &Path, figs: &mut Figures) -> Res<Table> {
     )?;
     figure(
         figs,
-        "fig6b_throughput",
+        &format!("fig6b_throughput{tag}"),
         &Chart {
             title: "Fig 6b: return-link throughput (0.96 s windows)",
             x: "time (s)",
@@ -421,7 +523,7 @@ fn fig6(out: &Path, figs: &mut Figures) -> Res<Table> {
     )?;
     figure(
         figs,
-        "fig5c_rtt_pdf",
+        &format!("fig5c_rtt_pdf{tag}"),
         &Chart {
             title: "RTT PDF (100 ms bins)",
             x: "RTT (s)",
@@ -431,7 +533,7 @@ fn fig6(out: &Path, figs: &mut Figures) -> Res<Table> {
         },
     )?;
     Ok(Table {
-        name: "fig6".into(),
+        name: format!("fig6{tag}"),
         markdown: md_table(
             &[
                 "scheme",
