@@ -450,6 +450,25 @@ fn coalescer_stops_at_the_ipv4_limit_and_the_segment_cap() {
     assert_eq!((b.segments, b.wire_bytes), (64, 64 * 62));
 }
 
+#[test]
+fn coalescer_fills_a_super_packet_to_exactly_the_ipv4_limit() {
+    // 52 + 45 × 1448 + 323 = 65 535: the last segment brings the total to the limit and joins;
+    // one byte more and it does not.
+    for (last, joins) in [(323, true), (324, false)] {
+        let mut sizes = vec![1448; 45];
+        sizes.push(last);
+        let segs = wire_segments(7, &sizes, TCP_ACK);
+        let mut c = Coalescer::default();
+        for s in &segs[..45] {
+            assert!(c.push(s, &[]));
+        }
+        assert_eq!(c.push(&segs[45], &[]), joins, "last segment of {last} bytes");
+        let b = c.take().expect("held");
+        let want = if joins { (46, 65_535) } else { (45, 65_212) };
+        assert_eq!((b.segments, b.bytes.len() - VNET_HDR_LEN), want);
+    }
+}
+
 proptest! {
     /// Cutting any super-packet into segments and joining the payloads gives the original
     /// payload back; every segment carries valid checksums and consecutive sequence numbers;
