@@ -462,7 +462,11 @@ fn coalescer_fills_a_super_packet_to_exactly_the_ipv4_limit() {
         for s in &segs[..45] {
             assert!(c.push(s, &[]));
         }
-        assert_eq!(c.push(&segs[45], &[]), joins, "last segment of {last} bytes");
+        assert_eq!(
+            c.push(&segs[45], &[]),
+            joins,
+            "last segment of {last} bytes"
+        );
         let b = c.take().expect("held");
         let want = if joins { (46, 65_535) } else { (45, 65_212) };
         assert_eq!((b.segments, b.bytes.len() - VNET_HDR_LEN), want);
