@@ -8,16 +8,18 @@
 #   plain     satpep emu --no-offload
 #   offload   satpep emu (offloads)
 # Prints one markdown row per run: receiver throughput, sender retransmits (UDP: loss),
-# satpep's release lateness p50/p99/max and where it comes from (p99 of the loop's wake-up
-# delay after timed waits; p99 and max of the time per pass, and max of what the thread did
-# not run of a pass) from summary.json, with the load average at the start and the machine's
-# steal time (ms of vCPU time the hypervisor took, both CPUs, /proc/stat) during the run.
+# satpep's release lateness p50/p99/max and where it comes from, from summary.json (p99 of the
+# loop's wake-up delay after timed waits; p99 and max of the time per pass; max of what the
+# thread did not run of a pass; the loop's CPU time as a share of a core), with the load
+# average at the start and the machine's steal time during the run (ms of vCPU time the
+# hypervisor took, both CPUs, /proc/stat).
 #
 #   sudo bash bench/emu/run.sh [RUNS] [MODES] [TESTS]
 #   e.g. SATPEP_MAIN=/tmp/satpep-main sudo -E bash bench/emu/run.sh 3 "bare plain offload" "tcp1 tcp4 udp"
 #
 # EMU_FLAGS: more `satpep emu` flags for the plain and offload modes (e.g. "--rt-priority 50",
-# "--spin 20us", "--no-realtime"). KEEP=DIR: keep every summary.json there. TCP_RATE: pace each TCP stream (iperf3 -b). PIN=1: satpep on CPU 0, the hosts' programs on CPU 1.
+# "--spin 20us", "--no-realtime"). KEEP=DIR: keep every summary.json there. TCP_RATE: pace
+# each TCP stream (iperf3 -b, e.g. 1G). PIN=1: satpep on CPU 0, the hosts' programs on CPU 1.
 #
 # Needs root, iperf3, cc, python3, and target/release/satpep (cargo build --release -p satpep).
 set -euo pipefail
@@ -112,7 +114,7 @@ run_bare() { # $1 test, $2 tunfwd flags → prints "gbps retx"
 	parse_iperf "$WORK/iperf.json"
 }
 
-run_emu() { # $1 binary, $2 extra flags → prints "gbps retx p50 p99 max wake_p99 pass_p99 pass_max lost_max"
+run_emu() { # $1 binary, $2 extra flags → prints "gbps retx p50 p99 max wake_p99 pass_p99 pass_max lost_max cpu%"
 	local out="$WORK/emu" pin_emu="" pin_host=""
 	rm -rf "$out"
 	if [[ ${PIN:-0} == 1 ]]; then
@@ -139,29 +141,30 @@ try:
     p = s.get("pass_time", {})
     o = s.get("pass_lost", {})
     f = lambda d, k: f'{d[k]:.0f}' if k in d else "-"
+    cpu = f'{100 * s["loop_cpu_s"] / s["sim_time_s"]:.0f}' if "loop_cpu_s" in s else "-"
     print(sys.argv[2], f'{l["p50_us"]:.0f} {l["p99_us"]:.0f} {l["max_us"]:.0f}',
-          f(w, "p99_us"), f(p, "p99_us"), f(p, "max_us"), f(o, "max_us"))
+          f(w, "p99_us"), f(p, "p99_us"), f(p, "max_us"), f(o, "max_us"), cpu)
 except Exception:
-    print(sys.argv[2], "- - - - - - -")
+    print(sys.argv[2], "- - - - - - - -")
 EOF
 }
 
-echo "| mode | test | load (1 min) | throughput (Gb/s) | retransmits / UDP loss | lateness p50 (µs) | p99 (µs) | max (µs) | wake-up delay p99 (µs) | pass p99 (µs) | pass max (µs) | not run, max (µs) | steal (ms) |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| mode | test | load (1 min) | throughput (Gb/s) | retransmits / UDP loss | lateness p50 (µs) | p99 (µs) | max (µs) | wake-up delay p99 (µs) | pass p99 (µs) | pass max (µs) | not run, max (µs) | loop CPU (% of a core) | steal (ms) |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for run in $(seq "$RUNS"); do
 	for T in $TESTS; do
 		for M in $MODES; do
 			load=$(cut -d' ' -f1 /proc/loadavg)
 			steal0=$(steal_ms)
 			case $M in
-			bare) r="$(run_bare "$T" "") - - - - - - -" ;;
-			bare-gso) r="$(run_bare "$T" -o) - - - - - - -" ;;
+			bare) r="$(run_bare "$T" "") - - - - - - - -" ;;
+			bare-gso) r="$(run_bare "$T" -o) - - - - - - - -" ;;
 			main) [[ -n ${SATPEP_MAIN:-} ]] || continue; r=$(run_emu "$SATPEP_MAIN" "") ;;
 			plain) r=$(run_emu "$SATPEP" "--no-offload ${EMU_FLAGS:-}") ;;
 			offload) r=$(run_emu "$SATPEP" "${EMU_FLAGS:-}") ;;
 			esac
 			set -- $r
-			echo "| $M | $T | $load | $1 | $2 | $3 | $4 | $5 | $6 | $7 | $8 | $9 | $(($(steal_ms) - steal0)) |"
+			echo "| $M | $T | $load | $1 | $2 | $3 | $4 | $5 | $6 | $7 | $8 | $9 | ${10} | $(($(steal_ms) - steal0)) |"
 		done
 	done
 done

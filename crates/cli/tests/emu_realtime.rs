@@ -192,4 +192,10 @@ fn the_loop_runs_at_the_priority_asked_and_reports_where_lateness_comes_from() {
     // one timed wake-up (20 µs early, with --spin) for each of the ten packets' deliveries.
     let wakes = s["wake_lateness"]["packets"].as_u64().unwrap();
     assert!(wakes >= 10, "{}", s["wake_lateness"]);
+    // The loop's CPU time is counted (it read, modelled and wrote 10 packets).
+    assert!(
+        s["loop_cpu_s"].as_f64().is_some_and(|c| c > 0.0),
+        "{}",
+        s["loop_cpu_s"]
+    );
 }

@@ -63,6 +63,10 @@ pub struct EmuSummary {
     /// preempted, or its vCPU stolen by the hypervisor), over passes.
     #[serde(default)]
     pub pass_lost: LatenessStats,
+    /// CPU time the loop's thread used from the start of the commands to the stop (s): what
+    /// it took from the hosts' programs, with `sim_time_s` its share of a core.
+    #[serde(default)]
+    pub loop_cpu_s: f64,
     /// TUN devices that carried offloads (`IFF_VNET_HDR`, see `crate::vnet`); 0 with
     /// `--no-offload` or when the kernel refused them.
     #[serde(default)]

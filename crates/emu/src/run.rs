@@ -39,7 +39,7 @@ use crate::EmuError;
 pub const READ_BATCH: usize = 64;
 
 /// SCHED_FIFO priority of the loop unless one is asked for: above every ordinary process,
-/// below the kernel's own real-time threads (which run at 50 and above).
+/// below threaded interrupt handlers (SCHED_FIFO 50).
 pub const DEFAULT_RT_PRIORITY: u8 = 10;
 
 /// How a run is driven.
@@ -523,6 +523,7 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
     let mut pass_time = Histogram::default();
     let mut pass_lost = Histogram::default();
     let mut asked_wake: Option<u64> = None;
+    let loop_cpu_start = sys::thread_cpu_ns();
 
     let stop = loop {
         let now = clock();
@@ -802,6 +803,7 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
         wake_lateness: wake_late.stats(),
         pass_time: pass_time.stats(),
         pass_lost: pass_lost.stats(),
+        loop_cpu_s: sys::thread_cpu_ns().saturating_sub(loop_cpu_start) as f64 / 1e9,
         offload_devices,
         open_connections: engine.network().open_connections(),
         live_packets: engine.buffers_in_use() as u64,
