@@ -38,16 +38,36 @@ fn can_emulate() -> bool {
     ok
 }
 
-/// Namespaces of emulator runs now on the machine.
-fn satpep_namespaces() -> Vec<String> {
+/// Namespaces of the emulator with process id `pid` (`satpep-<pid>-…`) now on the machine
+/// (other tests may run emulators of their own meanwhile).
+fn namespaces_of(pid: u32) -> Vec<String> {
+    let prefix = format!("satpep-{pid}-");
     let out = Command::new("ip").args(["netns", "list"]).output();
     let text = out.map(|o| o.stdout).unwrap_or_default();
     String::from_utf8_lossy(&text)
         .lines()
         .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with("satpep-"))
+        .filter(|n| n.starts_with(&prefix))
         .map(str::to_owned)
         .collect()
+}
+
+/// Runs `satpep emu ARGS` as root without CAP_SYS_NICE (dropped from the bounding and
+/// inheritable sets, so the exec does not give it back) and with no real-time allowance
+/// (RLIMIT_RTPRIO 0): the kernel refuses SCHED_FIFO. setpriv and prlimit exec what follows,
+/// so the child's pid is the emulator's. Returns the output and that pid.
+fn emu_without_sys_nice(args: &[&str]) -> (std::process::Output, u32) {
+    let child = Command::new("setpriv")
+        .args(["--inh-caps=-sys_nice", "--bounding-set=-sys_nice"])
+        .args(["prlimit", "--rtprio=0", "--", EXE, "emu", "-q"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    (child.wait_with_output().unwrap(), pid)
 }
 
 /// (policy, rt_priority) of process `pid` from /proc/PID/stat (fields 41 and 40).
@@ -82,21 +102,9 @@ fn a_refused_priority_fails_with_a_clear_message_and_leaves_no_namespace() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let before = satpep_namespaces();
-    // Root without CAP_SYS_NICE (dropped from the bounding and inheritable sets, so the exec
-    // does not give it back) and with no real-time allowance: SCHED_FIFO is refused.
-    let o = Command::new("setpriv")
-        .args([
-            "--inh-caps=-sys_nice",
-            "--bounding-set=-sys_nice",
-            "prlimit",
-        ])
-        .args(["--rtprio=0", "--", EXE, "emu", "-q", "--rt-priority", "20"])
-        .args(["--duration", "1s", "--out"])
-        .arg(&out)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out_s = out.to_str().unwrap();
+    let (o, pid) =
+        emu_without_sys_nice(&["--rt-priority", "20", "--duration", "1s", "--out", out_s]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "stderr: {err}");
     assert!(
@@ -104,37 +112,18 @@ fn a_refused_priority_fails_with_a_clear_message_and_leaves_no_namespace() {
         "{err}"
     );
     assert!(err.contains("Operation not permitted"), "{err}");
-    assert_eq!(satpep_namespaces(), before);
+    assert_eq!(namespaces_of(pid), Vec::<String>::new());
 
     // Without --rt-priority the same refusal is not fatal: the loop runs under the normal
     // scheduler, and summary.json says so.
     let out2 = dir.path().join("out2");
-    let o = Command::new("setpriv")
-        .args([
-            "--inh-caps=-sys_nice",
-            "--bounding-set=-sys_nice",
-            "prlimit",
-        ])
-        .args([
-            "--rtprio=0",
-            "--",
-            EXE,
-            "emu",
-            "-q",
-            "--duration",
-            "1s",
-            "--out",
-        ])
-        .arg(&out2)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let (o, pid) = emu_without_sys_nice(&["--duration", "1s", "--out", out2.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{o:?}");
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out2.join("summary.json")).unwrap()).unwrap();
     assert_eq!(s["realtime"], false);
     assert_eq!(s["rt_priority"], serde_json::Value::Null);
-    assert_eq!(satpep_namespaces(), before);
+    assert_eq!(namespaces_of(pid), Vec::<String>::new());
 }
 
 #[test]
