@@ -451,6 +451,16 @@ fn coalescer_stops_at_the_ipv4_limit_and_the_segment_cap() {
 }
 
 #[test]
+fn headers_too_short_for_tcp_are_never_the_same() {
+    // A whole IPv4 + TCP header (with options) of one segment is the same as itself; 19 bytes
+    // of TCP are not a TCP header, however equal.
+    let seg = &wire_segments(1, &[10], TCP_ACK)[0];
+    assert!(same_headers(&seg[..52], &seg[..52], 20));
+    assert!(same_headers(&seg[..40], &seg[..40], 20));
+    assert!(!same_headers(&seg[..39], &seg[..39], 20));
+}
+
+#[test]
 fn coalescer_fills_a_super_packet_to_exactly_the_ipv4_limit() {
     // 52 + 45 × 1448 + 323 = 65 535: the last segment brings the total to the limit and joins;
     // one byte more and it does not.
