@@ -355,6 +355,17 @@ fn coalesced_segments_make_a_super_packet_the_kernel_accepts() {
 }
 
 #[test]
+fn a_fin_segment_joins_as_the_last() {
+    // FIN, like PSH, may end a super-packet (the kernel puts it on the last segment only).
+    let segs = wire_segments(100, &[400, 400, 250], TCP_ACK | TCP_FIN);
+    let (h, p, n, _) = coalesce(&segs);
+    assert_eq!((h, n), (tso_hdr(400), 3));
+    assert_eq!(p[33], TCP_ACK | TCP_FIN);
+    let mut again = p.clone();
+    assert_eq!(collect(&h, &mut again).expect("valid"), segs);
+}
+
+#[test]
 fn one_segment_goes_out_as_it_came() {
     let segs = wire_segments(5, &[100], TCP_ACK);
     let (h, p, n, bytes) = coalesce(&segs);
