@@ -7,11 +7,19 @@
 #   main      a satpep binary from before offloads ($SATPEP_MAIN, if given)
 #   plain     satpep emu --no-offload
 #   offload   satpep emu (offloads)
-# Prints one markdown row per run: receiver throughput, sender retransmits (UDP: loss), and
-# satpep's release lateness p50/p99 from summary.json, with the load average at the start.
+# Prints one markdown row per run: receiver throughput, sender retransmits (UDP: loss),
+# satpep's release lateness p50/p99/max and where it comes from, from summary.json (p99 of the
+# loop's wake-up delay after timed waits; p99 and max of the time per pass; max of what the
+# thread did not run of a pass; the loop's CPU time as a share of a core), with the load
+# average at the start and the machine's steal time during the run (ms of vCPU time the
+# hypervisor took, both CPUs, /proc/stat).
 #
 #   sudo bash bench/emu/run.sh [RUNS] [MODES] [TESTS]
 #   e.g. SATPEP_MAIN=/tmp/satpep-main sudo -E bash bench/emu/run.sh 3 "bare plain offload" "tcp1 tcp4 udp"
+#
+# EMU_FLAGS: more `satpep emu` flags for the plain and offload modes (e.g. "--rt-priority 50",
+# "--spin 20us", "--no-realtime"). KEEP=DIR: keep every summary.json there. TCP_RATE: pace
+# each TCP stream (iperf3 -b, e.g. 1G). PIN=1: satpep on CPU 0, the hosts' programs on CPU 1.
 #
 # Needs root, iperf3, cc, python3, and target/release/satpep (cargo build --release -p satpep).
 set -euo pipefail
@@ -23,6 +31,7 @@ SATPEP=${SATPEP:-target/release/satpep}
 SECS=${SECS:-10}   # measured seconds, after OMIT seconds of ramp-up
 OMIT=${OMIT:-5}
 UDP_RATE=${UDP_RATE:-2G}
+TCP_RATE=${TCP_RATE:+-b $TCP_RATE} # e.g. TCP_RATE=1G: iperf3 paces each TCP stream to 1 Gb/s
 WORK=$(mktemp -d /tmp/satpep-emu-bench.XXXXXX)
 trap 'cleanup; rm -rf "$WORK"' EXIT
 cc -O2 -o "$WORK/tunfwd" bench/emu/tunfwd.c
@@ -41,11 +50,14 @@ sysctls() {
 
 client_args() {
 	case $1 in
-	tcp1) echo "-C cubic -t $SECS -O $OMIT -J" ;;
-	tcp4) echo "-C cubic -P 4 -t $SECS -O $OMIT -J" ;;
+	tcp1) echo "-C cubic -t $SECS -O $OMIT -J $TCP_RATE" ;;
+	tcp4) echo "-C cubic -P 4 -t $SECS -O $OMIT -J $TCP_RATE" ;;
 	udp) echo "-u -b $UDP_RATE -l 1448 -t $SECS -J" ;; # no -O: iperf3 miscounts UDP loss with it
 	esac
 }
+
+# Steal time of all CPUs so far (ms; /proc/stat counts USER_HZ ticks of 10 ms).
+steal_ms() { awk '/^cpu /{print $9 * 10}' /proc/stat; }
 
 cleanup() {
 	[[ -n ${FWD:-} ]] && kill "$FWD" 2>/dev/null && wait "$FWD" 2>/dev/null || true
@@ -102,40 +114,57 @@ run_bare() { # $1 test, $2 tunfwd flags → prints "gbps retx"
 	parse_iperf "$WORK/iperf.json"
 }
 
-run_emu() { # $1 binary, $2 extra flags → prints "gbps retx p50 p99"
-	local out="$WORK/emu"
+run_emu() { # $1 binary, $2 extra flags → prints "gbps retx p50 p99 max wake_p99 pass_p99 pass_max lost_max cpu%"
+	local out="$WORK/emu" pin_emu="" pin_host=""
 	rm -rf "$out"
-	"$1" emu bench/emu/fast.toml --out "$out" --quiet $2 --server-on term --client-on gw \
-		--server "$(sysctls "$T"); exec iperf3 -s -1" \
-		--client "$(sysctls "$T"); exec iperf3 -c {server} $(client_args "$T")" >/dev/null 2>&1 || true
+	if [[ ${PIN:-0} == 1 ]]; then
+		pin_emu="taskset -c 0"
+		pin_host="taskset -c 1"
+	fi
+	$pin_emu "$1" emu bench/emu/fast.toml --out "$out" --quiet $2 --server-on term --client-on gw \
+		--server "$(sysctls "$T"); exec $pin_host iperf3 -s -1" \
+		--client "$(sysctls "$T"); exec $pin_host iperf3 -c {server} $(client_args "$T")" >/dev/null 2>&1 || true
 	local r
 	r=$(parse_iperf "$out/client.log")
+	if [[ -n ${KEEP:-} ]]; then # keep each run's summary.json and iperf3 output
+		mkdir -p "$KEEP"
+		local n=$(($(ls "$KEEP" | wc -l) / 2 + 1))
+		cp "$out/summary.json" "$KEEP/$n-$T-summary.json" 2>/dev/null || true
+		cp "$out/client.log" "$KEEP/$n-$T-client.log" 2>/dev/null || true
+	fi
 	python3 - "$out/summary.json" "$r" <<'EOF'
 import json, sys
 try:
     s = json.load(open(sys.argv[1]))
     l = s["lateness"]
-    print(sys.argv[2], f'{l["p50_us"]:.0f} {l["p99_us"]:.0f}')
+    w = s.get("wake_lateness", {})
+    p = s.get("pass_time", {})
+    o = s.get("pass_lost", {})
+    f = lambda d, k: f'{d[k]:.0f}' if k in d else "-"
+    cpu = f'{100 * s["loop_cpu_s"] / s["sim_time_s"]:.0f}' if "loop_cpu_s" in s else "-"
+    print(sys.argv[2], f'{l["p50_us"]:.0f} {l["p99_us"]:.0f} {l["max_us"]:.0f}',
+          f(w, "p99_us"), f(p, "p99_us"), f(p, "max_us"), f(o, "max_us"), cpu)
 except Exception:
-    print(sys.argv[2], "- -")
+    print(sys.argv[2], "- - - - - - - -")
 EOF
 }
 
-echo "| mode | test | load (1 min) | throughput (Gb/s) | retransmits / UDP loss | lateness p50 (µs) | p99 (µs) |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
+echo "| mode | test | load (1 min) | throughput (Gb/s) | retransmits / UDP loss | lateness p50 (µs) | p99 (µs) | max (µs) | wake-up delay p99 (µs) | pass p99 (µs) | pass max (µs) | not run, max (µs) | loop CPU (% of a core) | steal (ms) |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for run in $(seq "$RUNS"); do
 	for T in $TESTS; do
 		for M in $MODES; do
 			load=$(cut -d' ' -f1 /proc/loadavg)
+			steal0=$(steal_ms)
 			case $M in
-			bare) r="$(run_bare "$T" "") - -" ;;
-			bare-gso) r="$(run_bare "$T" -o) - -" ;;
+			bare) r="$(run_bare "$T" "") - - - - - - - -" ;;
+			bare-gso) r="$(run_bare "$T" -o) - - - - - - - -" ;;
 			main) [[ -n ${SATPEP_MAIN:-} ]] || continue; r=$(run_emu "$SATPEP_MAIN" "") ;;
-			plain) r=$(run_emu "$SATPEP" --no-offload) ;;
-			offload) r=$(run_emu "$SATPEP" "") ;;
+			plain) r=$(run_emu "$SATPEP" "--no-offload ${EMU_FLAGS:-}") ;;
+			offload) r=$(run_emu "$SATPEP" "${EMU_FLAGS:-}") ;;
 			esac
 			set -- $r
-			echo "| $M | $T | $load | $1 | $2 | $3 | $4 |"
+			echo "| $M | $T | $load | $1 | $2 | $3 | $4 | $5 | $6 | $7 | $8 | $9 | ${10} | $(($(steal_ms) - steal0)) |"
 		done
 	done
 done

@@ -66,8 +66,17 @@ pub struct EmuArgs {
     #[arg(long)]
     force: bool,
     /// Run the loop under the normal scheduler instead of SCHED_FIFO.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "rt_priority")]
     no_realtime: bool,
+    /// SCHED_FIFO priority of the loop (1-99; default 10, best effort); when given, the run
+    /// fails if the kernel refuses it. Above the hosts' programs, it can take a core from them.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=99))]
+    rt_priority: Option<u8>,
+    /// Wake this long before a packet is due and poll until it is (e.g. 20us): the wake-up
+    /// delay is taken before the due instant, at up to this much CPU per wake-up.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_spin,
+          conflicts_with = "coalesce")]
+    spin: Duration,
     /// Plain TUN devices, one packet per system call, instead of devices with offloads
     /// (IFF_VNET_HDR: the hosts' 64 KB TCP super-packets are read in one call and cut into
     /// wire segments for the model; delivered segments are written back joined).
@@ -90,6 +99,19 @@ fn parse_coalesce(s: &str) -> Result<Duration, String> {
     if d > MAX_COALESCE {
         return Err(format!(
             "{s} is longer than the {MAX_COALESCE} limit (it delays packets by up to that much)"
+        ));
+    }
+    Ok(d)
+}
+
+/// Longest `--spin`: wake-up delays are tens of µs; spinning longer only burns a core.
+const MAX_SPIN: Duration = Duration::from_millis(1);
+
+fn parse_spin(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d > MAX_SPIN {
+        return Err(format!(
+            "{s} is longer than the {MAX_SPIN} limit (it burns up to that much CPU per wake-up)"
         ));
     }
     Ok(d)
@@ -150,6 +172,8 @@ pub fn run(args: EmuArgs) -> ExitCode {
     opts.duration = args.duration;
     opts.client_delay = args.client_delay;
     opts.realtime = !args.no_realtime;
+    opts.rt_priority = args.rt_priority;
+    opts.spin = args.spin;
     opts.coalesce = args.coalesce;
     opts.offload = !args.no_offload;
     opts.stdin = true;

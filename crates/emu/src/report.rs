@@ -47,6 +47,26 @@ pub struct EmuSummary {
     pub stale_removed: Vec<String>,
     /// Whether the loop ran under SCHED_FIFO.
     pub realtime: bool,
+    /// Its SCHED_FIFO priority (`None`: the normal scheduler).
+    #[serde(default)]
+    pub rt_priority: Option<u8>,
+    /// Where lateness comes from, part 1: how much later than asked the loop woke from each
+    /// timed wait that no packet or signal cut short (timer and scheduler delay), over wake-ups.
+    #[serde(default)]
+    pub wake_lateness: LatenessStats,
+    /// Part 2: the loop's work per pass, from its clock reading to the end of its releases
+    /// (reads, the model, writes into the hosts' stacks), over passes; anything due during a
+    /// pass is released at the next one.
+    #[serde(default)]
+    pub pass_time: LatenessStats,
+    /// Part 3: of each pass, the time this thread did not run (wall time minus its CPU time:
+    /// preempted, or its vCPU stolen by the hypervisor), over passes.
+    #[serde(default)]
+    pub pass_lost: LatenessStats,
+    /// CPU time the loop's thread used from the start of the commands to the stop (s): what
+    /// it took from the hosts' programs, with `sim_time_s` its share of a core.
+    #[serde(default)]
+    pub loop_cpu_s: f64,
     /// TUN devices that carried offloads (`IFF_VNET_HDR`, see `crate::vnet`); 0 with
     /// `--no-offload` or when the kernel refused them.
     #[serde(default)]

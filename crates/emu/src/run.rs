@@ -7,7 +7,8 @@
 //! missing. Each pass reads the clock once, reads up to [`READ_BATCH`] packets from each
 //! readable device, lets every link release what is due, and waits again. The thread's timer
 //! slack is 1 ns (the default 50 µs would delay every wake-up), and it runs under SCHED_FIFO
-//! unless [`EmuOptions::realtime`] is off (docs/emulator.md has the measurements).
+//! unless [`EmuOptions::realtime`] is off (docs/emulator.md has the measurements). The summary
+//! splits lateness into the wake-up delay, the time per pass and the time a pass did not run.
 
 use std::fs::File;
 use std::io::Write;
@@ -25,6 +26,7 @@ use satpep_sim::Outputs;
 use serde::Serialize;
 
 use crate::engine::Engine;
+use crate::lateness::Histogram;
 use crate::netns::{self, Namespaces};
 use crate::report::{EmuSummary, LinkLateness};
 use crate::shell;
@@ -35,6 +37,10 @@ use crate::EmuError;
 /// Wire packets read from one device per pass before the links are serviced (a super-packet
 /// from an offloading device counts its segments; the last read may go past by up to 44).
 pub const READ_BATCH: usize = 64;
+
+/// SCHED_FIFO priority of the loop unless one is asked for: above every ordinary process,
+/// below threaded interrupt handlers (SCHED_FIFO 50).
+pub const DEFAULT_RT_PRIORITY: u8 = 10;
 
 /// How a run is driven.
 #[derive(Clone, Debug)]
@@ -64,9 +70,19 @@ pub struct EmuOptions {
     /// Write outputs (series, pcap, summary.json, logs) into [`out`](Self::out). Default true;
     /// `satpep shell` without `--out` writes none.
     pub outputs: bool,
-    /// Run the loop under SCHED_FIFO (priority 10) so other processes cannot delay it.
-    /// Default true; a failure to switch is reported in the summary, not fatal.
+    /// Run the loop under SCHED_FIFO (at [`DEFAULT_RT_PRIORITY`], or at
+    /// [`rt_priority`](Self::rt_priority)) so that ordinary processes cannot delay it.
+    /// Default true; a failure to switch is reported in the summary, not fatal, unless a
+    /// priority was asked for.
     pub realtime: bool,
+    /// SCHED_FIFO priority (1–99) asked for explicitly (`--rt-priority`): the run fails with
+    /// [`EmuError::Privileges`] when the kernel refuses it. `None`: [`DEFAULT_RT_PRIORITY`],
+    /// best effort.
+    pub rt_priority: Option<u8>,
+    /// Wake this long before a packet is due and poll (epoll with a zero timeout) until it
+    /// is, so that the timer's and the scheduler's wake-up delay is taken before the due
+    /// instant rather than after it; costs up to this much CPU per wake-up. Default 0.
+    pub spin: Duration,
     /// Sleep at least this long when the next release is in the future, so that one wake-up
     /// releases several packets: fewer context switches at high packet rates, at the price
     /// of up to this much added lateness. Default 0 (wake exactly when due).
@@ -116,6 +132,8 @@ impl EmuOptions {
             out: out.into(),
             outputs: true,
             realtime: true,
+            rt_priority: None,
+            spin: Duration::ZERO,
             coalesce: Duration::ZERO,
             stdin: false,
             echo: false,
@@ -187,6 +205,27 @@ struct Started {
 /// SIGINT/SIGTERM/SIGHUP.
 pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuError> {
     netns::check_privileges()?;
+    // Before any namespace exists, so that a refusal leaves nothing to undo; the commands
+    // started later run under the normal policy (SCHED_RESET_ON_FORK).
+    let rt_priority = match (opts.realtime, opts.rt_priority) {
+        (false, _) => None,
+        (true, None) => sys::set_realtime(i32::from(DEFAULT_RT_PRIORITY))
+            .ok()
+            .map(|()| DEFAULT_RT_PRIORITY),
+        (true, Some(p)) => match sys::set_realtime(i32::from(p)) {
+            Ok(()) => Some(p),
+            Err(e) => {
+                return Err(EmuError::Privileges(format!(
+                    "--rt-priority {p}: the kernel refused SCHED_FIFO ({e}); it needs \
+                     CAP_SYS_NICE or an RLIMIT_RTPRIO of at least {p} (`ulimit -r`), and a \
+                     cgroup with real-time runtime; without --rt-priority the loop runs \
+                     under the normal scheduler when this fails"
+                )));
+            }
+        },
+    };
+    // Back to the normal policy on every way out (a library caller's thread lives on).
+    let _normal = rt_priority.map(|_| NormalOnDrop);
     let host_nodes: Vec<usize> = (0..scenario.nodes.len())
         .filter(|&i| scenario.nodes[i].kind == NodeKind::Host)
         .collect();
@@ -358,7 +397,6 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
     epoll.add(timer.raw_fd(), TOKEN_TIMER)?;
     epoll.add(signals.raw_fd(), TOKEN_SIGNAL)?;
     sys::set_timer_slack_1ns();
-    let realtime = opts.realtime && sys::set_realtime(10).is_ok();
 
     let server_log = opts.out.join("server.log");
     let client_log = opts.out.join("client.log");
@@ -477,9 +515,25 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
     let mut shell_grace: Option<Instant> = None;
     let mut status = StatusState::new(opts.status, scenario);
     let mut echo_buf = vec![0u8; 1 << 16];
+    // Where lateness comes from: how late each timed wait that nothing cut short returned
+    // (the timer's and the scheduler's delay), how long each pass took (a packet due during a
+    // pass waits for its end), and how much of that the thread did not run (preempted, or
+    // the vCPU stolen by the hypervisor).
+    let mut wake_late = Histogram::default();
+    let mut pass_time = Histogram::default();
+    let mut pass_lost = Histogram::default();
+    let mut asked_wake: Option<u64> = None;
+    let loop_cpu_start = sys::thread_cpu_ns();
+    // The thread's CPU clock is a system call (not the vDSO), read once per pass, at its end:
+    // the CPU between two ends also holds the wait's own system call, so `pass_lost` comes
+    // out low by that (a few µs), never high.
+    let mut cpu_at_end = loop_cpu_start;
 
     let stop = loop {
         let now = clock();
+        if let Some(at) = asked_wake.take() {
+            wake_late.record((epoch + now.as_nanos()).saturating_sub(at));
+        }
         for (p, r) in ready.iter_mut().enumerate() {
             if !std::mem::take(r) {
                 continue;
@@ -576,11 +630,20 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
         status.tick(now, &engine);
 
         // `coalesce` stretches only waits for packets: the client's start and the end of the
-        // run happen on time whatever it is.
+        // run happen on time whatever it is. `spin` shortens them: the loop wakes early and
+        // polls until the packet is due.
         let now_ns = sys::monotonic_ns();
+        let pass_ns = now_ns.saturating_sub(epoch + now.as_nanos());
+        pass_time.record(pass_ns);
+        let cpu = sys::thread_cpu_ns();
+        pass_lost.record(pass_ns.saturating_sub(cpu.saturating_sub(cpu_at_end)));
+        cpu_at_end = cpu;
         let until = |d: Instant| (epoch + d.as_nanos()).saturating_sub(now_ns);
+        let spin = opts.spin.as_nanos();
         let packet_wait = engine.poll_timeout().map(|d| match until(d) {
             0 => 0,
+            w if w <= spin => 0,
+            w if spin > 0 => w - spin,
             w => w.max(opts.coalesce.as_nanos()),
         });
         let other_wait = [client_due, end, shell_grace, status.due()]
@@ -605,8 +668,10 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
                 }
             }
         };
-        if !use_timerfd && epoll.wait_ns(wait_ns, &mut on_event)?.is_none() {
-            use_timerfd = true;
+        let mut events = None;
+        if !use_timerfd {
+            events = epoll.wait_ns(wait_ns, &mut on_event)?;
+            use_timerfd = events.is_none();
         }
         if use_timerfd {
             let timeout_ms = match wait_ns {
@@ -617,10 +682,15 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
                 }
                 None => -1,
             };
-            epoll.wait(timeout_ms, &mut on_event)?;
+            events = Some(epoll.wait(timeout_ms, &mut on_event)?);
         }
         if std::mem::take(&mut timer_fired) {
             timer.clear();
+            events = Some(0);
+        }
+        // Woken by the timeout alone: how late, measured at the next pass's clock reading.
+        if let (Some(0), Some(w @ 1..)) = (events, wait_ns) {
+            asked_wake = Some(now_ns + w);
         }
         wakeups += 1;
         if opts.shell.is_some() {
@@ -734,7 +804,12 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
         server_exit: server_status.and_then(|s| s.code()),
         server_exited_early,
         stale_removed,
-        realtime,
+        realtime: rt_priority.is_some(),
+        rt_priority,
+        wake_lateness: wake_late.stats(),
+        pass_time: pass_time.stats(),
+        pass_lost: pass_lost.stats(),
+        loop_cpu_s: sys::thread_cpu_ns().saturating_sub(loop_cpu_start) as f64 / 1e9,
         offload_devices,
         open_connections: engine.network().open_connections(),
         live_packets: engine.buffers_in_use() as u64,
@@ -749,9 +824,6 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
     if opts.outputs {
         summary.write_json(&opts.out)?;
     }
-    if realtime {
-        sys::set_normal();
-    }
     // Teardown while the signal handlers still stand: a second SIGINT or SIGTERM (`timeout`
     // signals the process and then its group) must not kill us half-way.
     spaces.teardown();
@@ -762,6 +834,15 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
         client_log,
         server_log,
     })
+}
+
+/// Puts the thread back under the normal scheduler when dropped.
+struct NormalOnDrop;
+
+impl Drop for NormalOnDrop {
+    fn drop(&mut self) {
+        sys::set_normal();
+    }
 }
 
 /// SIGTERM to the child's process group (or the child alone when it shares ours), up to 1 s

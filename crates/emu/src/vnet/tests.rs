@@ -355,6 +355,17 @@ fn coalesced_segments_make_a_super_packet_the_kernel_accepts() {
 }
 
 #[test]
+fn a_fin_segment_joins_as_the_last() {
+    // FIN, like PSH, may end a super-packet (the kernel puts it on the last segment only).
+    let segs = wire_segments(100, &[400, 400, 250], TCP_ACK | TCP_FIN);
+    let (h, p, n, _) = coalesce(&segs);
+    assert_eq!((h, n), (tso_hdr(400), 3));
+    assert_eq!(p[33], TCP_ACK | TCP_FIN);
+    let mut again = p.clone();
+    assert_eq!(collect(&h, &mut again).expect("valid"), segs);
+}
+
+#[test]
 fn one_segment_goes_out_as_it_came() {
     let segs = wire_segments(5, &[100], TCP_ACK);
     let (h, p, n, bytes) = coalesce(&segs);
@@ -448,6 +459,39 @@ fn coalescer_stops_at_the_ipv4_limit_and_the_segment_cap() {
     assert!(!c.push(&segs[64], &[]));
     let b = c.take().expect("held");
     assert_eq!((b.segments, b.wire_bytes), (64, 64 * 62));
+}
+
+#[test]
+fn headers_too_short_for_tcp_are_never_the_same() {
+    // A whole IPv4 + TCP header (with options) of one segment is the same as itself; 19 bytes
+    // of TCP are not a TCP header, however equal.
+    let seg = &wire_segments(1, &[10], TCP_ACK)[0];
+    assert!(same_headers(&seg[..52], &seg[..52], 20));
+    assert!(same_headers(&seg[..40], &seg[..40], 20));
+    assert!(!same_headers(&seg[..39], &seg[..39], 20));
+}
+
+#[test]
+fn coalescer_fills_a_super_packet_to_exactly_the_ipv4_limit() {
+    // 52 + 45 × 1448 + 323 = 65 535: the last segment brings the total to the limit and joins;
+    // one byte more and it does not.
+    for (last, joins) in [(323, true), (324, false)] {
+        let mut sizes = vec![1448; 45];
+        sizes.push(last);
+        let segs = wire_segments(7, &sizes, TCP_ACK);
+        let mut c = Coalescer::default();
+        for s in &segs[..45] {
+            assert!(c.push(s, &[]));
+        }
+        assert_eq!(
+            c.push(&segs[45], &[]),
+            joins,
+            "last segment of {last} bytes"
+        );
+        let b = c.take().expect("held");
+        let want = if joins { (46, 65_535) } else { (45, 65_212) };
+        assert_eq!((b.segments, b.bytes.len() - VNET_HDR_LEN), want);
+    }
 }
 
 proptest! {
