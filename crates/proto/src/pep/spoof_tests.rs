@@ -49,6 +49,15 @@ fn spoofed_transfer_is_acked_at_terrestrial_rtt_and_ccb_closes_after_both_fins()
     // stays while B has not closed.
     assert!(net.a.all_acked());
     assert_eq!(net.m.ccb_state(HYBRID, INET), Some(CcbState::FinWait));
+    // The gateway's own estimate is the satellite round trip: 500 ms of propagation, a 1000-byte
+    // segment's 8 ms at 1 Mb/s and an ACK's 11 ms at 28.8 kb/s, plus B's delayed ACKs.
+    let rtts: Vec<f64> = net
+        .m
+        .rtt_estimators()
+        .map(|(_, r)| r.mean().expect("sampled").as_secs_f64())
+        .collect();
+    assert_eq!(rtts.len(), 1);
+    assert!((0.519..0.75).contains(&rtts[0]), "{rtts:?}");
     net.b.close(net.now);
     net.run_until(at(120.0));
     assert!(net.a.is_finished() && net.b.is_finished());
@@ -440,8 +449,10 @@ fn open_and_send(g: &mut SpoofGateway, n: u32, segments: u32, t0: Instant) -> Ve
     }
     drain(g, t0);
     let mut sent = Vec::new();
-    for s in 0..segments {
-        for i in 0..n {
+    // Connection by connection: a connection already waiting for its turn must not get a
+    // second place in the round robin.
+    for i in 0..n {
+        for s in 0..segments {
             let data = segment(
                 many(i),
                 101 + s * 1460,
@@ -494,10 +505,12 @@ fn pacing_spaces_segments_at_the_satellite_rate_in_round_robin() {
         assert_eq!(w[1].0 - w[0].0, tx, "back to back at the rate");
     }
     // Round robin: the source address's last byte is the connection (10.0.0.i); the first
-    // segment went to connection 0 at t0.
+    // segment went to connection 0 at t0, which then waits its turn behind nobody.
     let order: Vec<u8> = data.iter().map(|(_, h, _)| h[15]).collect();
-    let expected: Vec<u8> = (1..20).map(|k| (k % 4) as u8).collect();
+    // Connection 0's five segments are out after four rounds; 1–3 then send their fifth.
+    let expected: Vec<u8> = (0..16).map(|k| (k % 4) as u8).chain([1, 2, 3]).collect();
     assert_eq!(order, expected);
+    assert_eq!(g.stats().segments_sent, 20);
     // Unpaced: all 20 at t0.
     let mut g = gw(SpoofConfig::default());
     assert_eq!(open_and_send(&mut g, 4, 5, at(1.0)).len(), 20);
