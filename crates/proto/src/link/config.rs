@@ -421,6 +421,27 @@ mod tests {
         assert!(queue_from(&[("limt_bytes", "3000")]).is_err());
     }
 
+    /// ARQ goes with every link but one with header compression (whose decompressor needs
+    /// frames in order and hears of every corrupted one).
+    #[test]
+    fn arq_is_refused_only_with_compression() {
+        let arq = LinkConfig {
+            arq: Some(crate::link::ArqConfig::default()),
+            ..LinkConfig::default()
+        };
+        assert_eq!(arq.validate(), Ok(()));
+        let vj = LinkConfig {
+            compression: Compression::Vj,
+            ..LinkConfig::default()
+        };
+        assert_eq!(vj.validate(), Ok(()));
+        let both = LinkConfig {
+            compression: Compression::Vj,
+            ..arq
+        };
+        assert!(both.validate().is_err_and(|e| e.starts_with("arq:")));
+    }
+
     #[test]
     fn validate_names_the_key() {
         let mut c = LinkConfig {
