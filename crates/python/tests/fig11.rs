@@ -39,6 +39,7 @@ fn every_fig11_point_is_the_reproductions_scenario() {
                 stagger: Duration::ZERO,
                 duration: Duration::from_secs(60),
                 forward_queue: None,
+                unsuppressed_duplicates: None,
             };
             let (text, overrides) = point.scenario();
             let theirs = satpep_scenario::load_str(&text, "<fig11>", &overrides).unwrap();

@@ -31,6 +31,15 @@
 //!   "selective acknowledgment dropping"). Only a plain outer header (no options, not a
 //!   fragment) is looked through; an authenticated (AH) tunnel packet is opaque. Compaction
 //!   does not look through: its survivor is itself encapsulated toward the expander.
+//! - Duplicate ACKs (a pure ACK with the flow's highest acknowledgement number so far) are never
+//!   removed, as the paper implemented it ("prevents the risk of not detecting a lost packet").
+//!   The paper's suggested optimisation — "limit the number of unsuppressed ACKs only up to 3",
+//!   enough for the sender's fast retransmit — is [`AckQueueConfig::unsuppressed_duplicates`]:
+//!   the first n duplicates of each acknowledgement number are kept, later ones may be removed
+//!   when a later ACK of the flow (acknowledging at least as much) waits behind them. A removed
+//!   duplicate acknowledged nothing new, so compaction does not count it in the trailer (the
+//!   expander would otherwise turn it into a stepped, new ACK); it still counts towards the
+//!   high water mark's run.
 //! - The flow table (a [`FlowTable`]) holds at most [`MAX_FLOWS`] entries; past that, flows with
 //!   nothing queued are forgotten (their next ACK is then treated as their first: never
 //!   removed), and when every flow has ACKs queued a new flow is not remembered at all: each of
@@ -87,6 +96,13 @@ pub struct AckQueueConfig {
     /// sender behind such a queue sees fewer duplicate ACKs (fewer fast retransmits). Default:
     /// false.
     pub filter_duplicates: bool,
+    /// Suppression and compaction: how many duplicate ACKs of one acknowledgement number are
+    /// kept; later duplicates of that number may be removed (the paper's §5 suggestion, "limit
+    /// the number of unsuppressed ACKs only up to 3": three duplicates trigger the sender's fast
+    /// retransmit). `None` keeps every duplicate, as the paper's implementation did. Default:
+    /// none. Filtering ignores it (see `filter_duplicates`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unsuppressed_duplicates: Option<u32>,
     /// Compaction: source address of the tunnel (the terminal's return interface). Required.
     pub tunnel_src: Option<Ipv4Addr>,
     /// Compaction: the expander's address at the hub. Required.
@@ -106,6 +122,7 @@ impl Default for AckQueueConfig {
             replace_head: false,
             acks_first: false,
             filter_duplicates: false,
+            unsuppressed_duplicates: None,
             tunnel_src: None,
             tunnel_dst: None,
             key: None,
@@ -131,6 +148,11 @@ pub struct AckQueueStats {
     /// room for the AH): sent as plain ACKs, their trailer lost, like one that does not fit
     /// the tunnel at all.
     pub seal_failed: u64,
+    /// Duplicate ACKs that arrived (pure ACKs repeating the flow's highest acknowledgement
+    /// number; SACK-bearing ones included).
+    pub duplicates: u64,
+    /// Of those, removed (only with `unsuppressed_duplicates`; also counted in `removed`).
+    pub duplicates_removed: u64,
 }
 
 /// A queue discipline that removes redundant ACKs; see the module doc.
@@ -163,6 +185,9 @@ struct AckInfo {
     plain: bool,
     /// `plain`, not a duplicate, and with a known predecessor: may be removed.
     removable: bool,
+    /// `plain` duplicate past the `unsuppressed_duplicates` kept ones: may be removed in favour
+    /// of a later ACK of its flow acknowledging at least as much.
+    excess_duplicate: bool,
     /// No payload and no SYN, FIN or RST (SACK allowed): ns-2's `PT_ACK`.
     pure: bool,
 }
@@ -174,12 +199,16 @@ struct Held {
     /// ACKs compacted into this one, and the bytes they acknowledged.
     merged: u32,
     merged_bytes: u32,
+    /// Excess duplicate ACKs removed in favour of this one (not in the trailer).
+    duplicates: u32,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
 struct FlowState {
     queued: u32,
     highest_ack: Option<SeqNumber>,
+    /// Duplicates of `highest_ack` that have arrived.
+    duplicates: u32,
 }
 
 impl AckQueue {
@@ -285,12 +314,31 @@ impl AckQueue {
             && !view.flags().contains(TcpFlags::URG)
             && !view.flags().contains(TcpFlags::ECE)
             && !view.has_sack();
+        // A duplicate in RFC 5681's sense repeats the highest number; an older number
+        // (reordering) is not one and stays protected.
+        let duplicate = pure && prev_ack == Some(ack);
+        if duplicate {
+            state.duplicates = state.duplicates.saturating_add(1);
+        } else if !is_dup {
+            state.duplicates = 0;
+        }
+        let excess_duplicate = duplicate
+            && plain
+            && self.mode != AckMode::Filtering
+            && self
+                .config
+                .unsuppressed_duplicates
+                .is_some_and(|n| state.duplicates > n);
+        if duplicate {
+            self.stats.duplicates += 1;
+        }
         Some(AckInfo {
             flow,
             ack,
             prev_ack,
             plain,
             removable: plain && !is_dup && prev_ack.is_some(),
+            excess_duplicate,
             pure,
         })
     }
@@ -313,6 +361,7 @@ impl AckQueue {
             .collect();
         let mut drop = vec![false; self.entries.len()];
         let mut removed = 0u32;
+        let mut duplicates_removed = 0u32;
         if all && self.config.filter_duplicates {
             // ns-2 `filterAcks`: the arrival (the last entry) against every earlier one.
             if let Some((&last, earlier)) = idx.split_last() {
@@ -337,19 +386,22 @@ impl AckQueue {
             let (Some(xa), Some(ya)) = (self.entries[x].info, self.entries[y].info) else {
                 continue;
             };
-            if !xa.removable || ya.ack <= xa.ack {
+            // An excess duplicate goes in favour of a later ACK acknowledging at least as
+            // much; any other removable ACK only in favour of one acknowledging more.
+            let dup = xa.excess_duplicate;
+            if !(xa.removable && ya.ack > xa.ack || dup && ya.ack >= xa.ack) {
                 continue;
             }
-            let count = self.entries[y]
-                .merged
-                .saturating_add(self.entries[x].merged)
-                + 1;
-            if count > max_run {
+            let (hx, hy) = (&self.entries[x], &self.entries[y]);
+            let count = hy.merged.saturating_add(hx.merged) + u32::from(!dup);
+            let dups = hy.duplicates.saturating_add(hx.duplicates) + u32::from(dup);
+            if count.saturating_add(dups) > max_run {
                 continue;
             }
             if self.mode == AckMode::Compaction {
                 let Some(prev) = xa.prev_ack else { continue };
                 let (xb, yb) = (self.entries[x].merged_bytes, self.entries[y].merged_bytes);
+                // A duplicate acknowledged nothing (its number is its predecessor's).
                 let span = u64::try_from(xa.ack - prev).unwrap_or(u64::MAX);
                 let bytes = (u64::from(yb) + u64::from(xb)).saturating_add(span);
                 if !ya.plain || bytes > trailer::MAX_BYTES {
@@ -358,8 +410,10 @@ impl AckQueue {
                 self.entries[y].merged_bytes = bytes as u32;
             }
             self.entries[y].merged = count;
+            self.entries[y].duplicates = dups;
             drop[x] = true;
             removed += 1;
+            duplicates_removed += u32::from(dup);
         }
         if removed == 0 {
             return;
@@ -389,6 +443,7 @@ impl AckQueue {
         });
         self.bytes -= removed_bytes;
         self.stats.removed += u64::from(removed);
+        self.stats.duplicates_removed += u64::from(duplicates_removed);
         if let Some(f) = self.flows.get_mut(&flow) {
             f.queued -= removed;
         }
@@ -486,6 +541,7 @@ impl QueueDisc for AckQueue {
             info,
             merged: 0,
             merged_bytes: 0,
+            duplicates: 0,
         });
         if let Some(a) = info {
             if let Some(f) = self.flows.get_mut(&a.flow) {

@@ -122,6 +122,175 @@ fn duplicates_and_their_first_ack_stay() {
     assert_eq!(ids(&q), [0, 2, 3, 4, 5, 7]);
 }
 
+fn queue_dups(mode: AckMode, low: u32, high: u32, kept: Option<u32>) -> AckQueue {
+    let cfg = AckQueueConfig {
+        low_water: low,
+        high_water: high,
+        unsuppressed_duplicates: kept,
+        tunnel_src: Some(TUN_SRC),
+        tunnel_dst: Some(TUN_DST),
+        ..AckQueueConfig::default()
+    };
+    AckQueue::new(mode, &cfg, Some(1000), None)
+}
+
+/// ACK numbers (in units of 1024) of the stream the sender sees: compacted ACKs expanded.
+fn expanded(sent: &[Packet]) -> Vec<u32> {
+    let mut acks = Vec::new();
+    for p in sent {
+        let mut out = Vec::new();
+        if AckExpander::expand(p, |a| a == TUN_SRC, ExpansionLimit::NONE, &mut out).is_err() {
+            out.push(p.clone());
+        }
+        for o in out {
+            let (_, tcp) = parse_ipv4_tcp(o.header(), 0).expect("valid");
+            acks.push(tcp.ack.expect("ack").0 / 1024);
+        }
+    }
+    acks
+}
+
+/// The paper's §5 refinement: of six duplicates of 3, the first three stay; the 4th and 5th
+/// go, each in favour of the next ACK of the flow, and the 6th goes when 4 arrives.
+#[test]
+fn suppression_keeps_three_duplicates_with_the_refinement() {
+    let acks = [1, 2, 3, 3, 3, 3, 3, 3, 3, 4, 5];
+    let run = |kept| {
+        let mut q = queue_dups(AckMode::Suppression, 0, 60, kept);
+        for (i, &a) in acks.iter().enumerate() {
+            offer(&mut q, seg(0, 1024 * a, Kind::Pure, i as u64));
+        }
+        (ids(&q), q.stats())
+    };
+    let (kept_all, st) = run(None);
+    // Without it every duplicate stays (ids 3–8), as in `duplicates_and_their_first_ack_stay`.
+    assert_eq!(kept_all, [0, 2, 3, 4, 5, 6, 7, 8, 10]);
+    assert_eq!(
+        (st.removed, st.duplicates, st.duplicates_removed),
+        (2, 6, 0)
+    );
+    let (three, st) = run(Some(3));
+    // 6 goes when 7 arrives, 7 when 8, 8 when 9 (ack 4), 9 when 10 (ack 5).
+    assert_eq!(three, [0, 2, 3, 4, 5, 10]);
+    assert_eq!(
+        (st.removed, st.duplicates, st.duplicates_removed),
+        (5, 6, 3)
+    );
+    let (none, st) = run(Some(0));
+    // 0 kept: every duplicate goes, then the first ack 3 (id 2) in favour of ack 4 (id 9).
+    assert_eq!(none, [0, 10]);
+    assert_eq!((st.removed, st.duplicates_removed), (9, 6));
+}
+
+/// Each acknowledgement number gets its own three; an older number (reordering) neither counts
+/// as a duplicate nor restarts the count, and a SACK-bearing duplicate counts but stays.
+#[test]
+fn duplicate_count_restarts_per_ack_number_and_ignores_older_numbers() {
+    let mut q = queue_dups(AckMode::Suppression, 0, 60, Some(3));
+    let arrivals = [
+        (5, Kind::Pure), // 0: first of the flow
+        (5, Kind::Pure), // 1–3: duplicates 1–3, kept
+        (5, Kind::Pure),
+        (5, Kind::Sack),
+        (4, Kind::Pure), // 4: older number, protected, not a duplicate
+        (5, Kind::Pure), // 5: duplicate 4: goes when 6 arrives
+        (5, Kind::Sack), // 6: duplicate 5 with SACK: never removed
+        (6, Kind::Pure), // 7: new number, count restarts
+        (6, Kind::Pure), // 8–10: duplicates 1–3 of 6, kept
+        (6, Kind::Pure),
+        (6, Kind::Pure),
+        (6, Kind::Pure), // 11: duplicate 4 of 6: goes when 12 arrives
+        (7, Kind::Pure), // 12
+    ];
+    for (i, &(a, kind)) in arrivals.iter().enumerate() {
+        offer(&mut q, seg(0, 1024 * a, kind, i as u64));
+    }
+    assert_eq!(ids(&q), [0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 12]);
+    let st = q.stats();
+    assert_eq!(
+        (st.duplicates, st.duplicates_removed, st.removed),
+        (9, 2, 2)
+    );
+}
+
+/// Duplicates wait in the queue until the low water mark is passed, like any ACK, and count
+/// towards the high water mark's run (here 3 removed ACKs per survivor).
+#[test]
+fn excess_duplicates_respect_the_water_marks() {
+    let mut q = queue_dups(AckMode::Suppression, 6, 60, Some(1));
+    for (i, a) in [1, 2, 2, 2, 2, 2].into_iter().enumerate() {
+        offer(&mut q, seg(0, 1024 * a, Kind::Pure, i as u64));
+    }
+    assert_eq!(
+        ids(&q),
+        [0, 1, 2, 3, 4, 5],
+        "6 queued: not above the low water mark"
+    );
+    offer(&mut q, seg(0, 1024 * 2, Kind::Pure, 6));
+    // 7 queued: duplicates 2–5 of ack 2 (ids 3–6) may go; each goes into the next.
+    assert_eq!(ids(&q), [0, 1, 2, 6]);
+    let mut q = queue_dups(AckMode::Suppression, 0, 3, Some(1));
+    for (i, a) in [1, 2, 2, 2, 2, 2, 2, 2, 2].into_iter().enumerate() {
+        offer(&mut q, seg(0, 1024 * a, Kind::Pure, i as u64));
+    }
+    // Excess duplicates ids 3–8: 6 stands for 3, 4, 5 (three); 8 for 7.
+    assert_eq!(ids(&q), [0, 1, 2, 6, 8]);
+}
+
+/// With compaction the removed duplicates are not in the trailer: the sender sees ack 3 four
+/// times (the new one and three duplicates), then 4 and 5, each once.
+#[test]
+fn compaction_passes_three_duplicates_and_regenerates_only_new_acks() {
+    let acks = [1, 2, 3, 3, 3, 3, 3, 3, 3, 4, 5];
+    let mut q = queue_dups(AckMode::Compaction, 0, 60, Some(3));
+    for (i, &a) in acks.iter().enumerate() {
+        offer(&mut q, seg(0, 1024 * a, Kind::Pure, i as u64));
+    }
+    let sent: Vec<Packet> = std::iter::from_fn(|| q.dequeue(Instant::ZERO))
+        .map(|e| e.pkt)
+        .collect();
+    let sent_ids: Vec<u64> = sent.iter().map(|p| p.id).collect();
+    assert_eq!(sent_ids, [0, 2, 3, 4, 5, 10]);
+    // id 2 stands for id 1 (one ACK, 1024 bytes); id 10 for id 9 (ack 4) and, outside the
+    // trailer, the duplicates ids 6–8.
+    let trailers: Vec<Option<Trailer>> = sent
+        .iter()
+        .map(|p| trailer::parse(p.header(), 0).ok().and_then(|t| t.trailer))
+        .collect();
+    let one = Some(Trailer {
+        count: 1,
+        bytes: 1024,
+    });
+    assert_eq!(trailers, [None, one, None, None, None, one]);
+    assert_eq!(expanded(&sent), [1, 2, 3, 3, 3, 3, 4, 5]);
+    let st = q.stats();
+    assert_eq!(
+        (st.removed, st.duplicates_removed, st.compacted_sent),
+        (5, 3, 2)
+    );
+    // Without the refinement every duplicate reaches the sender.
+    let mut q = queue_dups(AckMode::Compaction, 0, 60, None);
+    for (i, &a) in acks.iter().enumerate() {
+        offer(&mut q, seg(0, 1024 * a, Kind::Pure, i as u64));
+    }
+    let sent: Vec<Packet> = std::iter::from_fn(|| q.dequeue(Instant::ZERO))
+        .map(|e| e.pkt)
+        .collect();
+    assert_eq!(expanded(&sent), [1, 2, 3, 3, 3, 3, 3, 3, 3, 4, 5]);
+}
+
+/// Filtering has its own duplicate rule (`filter_duplicates`); the refinement does not apply.
+#[test]
+fn filtering_ignores_unsuppressed_duplicates() {
+    let mut q = queue_dups(AckMode::Filtering, 0, 60, Some(0));
+    for (i, a) in [1, 2, 2, 2, 3].into_iter().enumerate() {
+        offer(&mut q, seg(0, 1024 * a, Kind::Pure, i as u64));
+    }
+    // Nothing goes: 1's successor is a duplicate (acknowledges no more), as without the option.
+    assert_eq!(ids(&q), [0, 1, 2, 3, 4]);
+    assert_eq!(q.stats().duplicates_removed, 0);
+}
+
 #[test]
 fn filtering_replace_head_takes_the_removed_place() {
     let cfg = AckQueueConfig {
@@ -437,6 +606,32 @@ fn run(q: &mut AckQueue, ops: &[Op]) -> (Vec<Packet>, Facts) {
     (sent, facts)
 }
 
+/// Per packet id of `run(ops)`: for each duplicate ACK (a pure ACK, SACK or URG allowed,
+/// repeating its flow's highest number) its place in the run of duplicates of that number
+/// (1, 2, …) and whether it is plain (no SACK, no URG).
+fn duplicate_indices(ops: &[Op]) -> BTreeMap<u64, (u32, bool)> {
+    let (mut seen, mut run) = ([false; 3], [0u32; 3]);
+    let mut out = BTreeMap::new();
+    let mut id = 0;
+    for op in ops {
+        let Op::Arrive { flow, adv, kind } = *op else {
+            continue;
+        };
+        let f = usize::from(flow);
+        // Kinds as `run` maps them: 0 data, 1 FIN, 2 URG, 3 SACK, else pure.
+        let pure = kind >= 2;
+        if adv > 0 || !seen[f] {
+            run[f] = 0;
+        } else if pure {
+            run[f] += 1;
+            out.insert(id, (run[f], kind >= 4));
+        }
+        seen[f] = true;
+        id += 1;
+    }
+    out
+}
+
 fn check_invariants(q: &AckQueue, sent: &[Packet], facts: &Facts) -> Result<(), TestCaseError> {
     let ids: Vec<u64> = sent.iter().map(|p| p.id).collect();
     prop_assert_eq!(q.len_packets(), 0);
@@ -506,6 +701,50 @@ proptest! {
         prop_assert_eq!(regenerated, q.stats().removed);
         for acks in per_flow.values() {
             prop_assert!(acks.windows(2).all(|w| w[0] <= w[1]));
+        }
+    }
+
+    #[test]
+    fn the_first_n_duplicates_of_every_ack_number_always_pass(
+        ops in proptest::collection::vec(op(), 1..300), low in 0u32..6, high in 1u32..80,
+        kept in 0u32..5, compact: bool
+    ) {
+        let mode = if compact { AckMode::Compaction } else { AckMode::Suppression };
+        let mut q = queue_dups(mode, low, high, Some(kept));
+        let (sent, facts) = run(&mut q, &ops);
+        let dups = duplicate_indices(&ops);
+        let ids: Vec<u64> = sent.iter().map(|p| p.id).collect();
+        prop_assert_eq!(ids.len() as u64 + q.stats().removed, facts.len() as u64);
+        let (mut excess, mut removed_dups) = (0, 0);
+        for (id, &(_, protected, _)) in &facts {
+            let removed = !ids.contains(id);
+            match dups.get(id) {
+                // A duplicate: among the first `kept` it passes; past them only plain ones go.
+                Some(&(k, plain)) => {
+                    excess += u64::from(k > kept);
+                    removed_dups += u64::from(removed);
+                    prop_assert!(!removed || (k > kept && plain), "duplicate {} of id {} removed", k, id);
+                }
+                None => prop_assert!(!(removed && protected), "protected packet {} removed", id),
+            }
+        }
+        prop_assert_eq!(q.stats().duplicates, dups.len() as u64);
+        prop_assert_eq!(q.stats().duplicates_removed, removed_dups);
+        prop_assert!(removed_dups <= excess);
+        for flow in 0..3u8 {
+            let of_flow: Vec<u64> = ids.iter().copied().filter(|i| facts[i].0 == flow).collect();
+            prop_assert!(of_flow.windows(2).all(|w| w[0] < w[1]), "flow {} reordered", flow);
+        }
+        if compact {
+            // Removed duplicates are not regenerated; every other removed ACK is.
+            let mut regenerated = 0;
+            for p in &sent {
+                let mut out = Vec::new();
+                if let Ok(x) = AckExpander::expand(p, |a| a == TUN_SRC, ExpansionLimit::NONE, &mut out) {
+                    regenerated += x.acks as u64 - 1;
+                }
+            }
+            prop_assert_eq!(regenerated, q.stats().removed - removed_dups);
         }
     }
 

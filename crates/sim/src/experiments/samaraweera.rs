@@ -4,6 +4,7 @@
 //! of a 10 Mb/s DVB-S path. Scenario: `scenarios/samaraweera/samaraweera.toml` (embedded);
 //! docs: docs/reproductions/samaraweera.md.
 
+use satpep_proto::link::AnyQueue;
 use satpep_proto::middlebox::Middlebox;
 use satpep_proto::{Duration, Instant};
 
@@ -90,6 +91,10 @@ pub struct Point {
     pub duration: Duration,
     /// Hub satellite-interface queue in packets; `None` = the scenario's (2200, lossless).
     pub forward_queue: Option<u32>,
+    /// Suppression and compaction: keep only this many duplicate ACKs per acknowledgement
+    /// number (§5's "limit the number of unsuppressed ACKs only up to 3"); `None` = every
+    /// duplicate passes, as the paper implemented it.
+    pub unsuppressed_duplicates: Option<u32>,
 }
 
 impl Point {
@@ -102,6 +107,16 @@ impl Point {
             stagger: Duration::ZERO,
             duration: Duration::from_secs(60),
             forward_queue: None,
+            unsuppressed_duplicates: None,
+        }
+    }
+
+    /// Three flows started `stagger` apart, 60 s.
+    pub fn three(technique: Technique, return_rate: &str, stagger: Duration) -> Self {
+        Self {
+            flows: 3,
+            stagger,
+            ..Self::single(technique, return_rate)
         }
     }
 
@@ -122,6 +137,9 @@ impl Point {
         if let Some(q) = self.forward_queue {
             o.push(format!("link.forward.queue.limit_packets={q}"));
         }
+        if let Some(n) = self.unsuppressed_duplicates {
+            o.push(format!("link.return.queue.ack.unsuppressed_duplicates={n}"));
+        }
         (text, o)
     }
 }
@@ -139,6 +157,33 @@ pub struct Sample {
     pub forward_queue: usize,
     /// Packets waiting at the client's return interface.
     pub return_queue: usize,
+    /// Packets dropped so far at the hub's satellite interface (queue full).
+    pub forward_drops: u64,
+    /// Packets offered to the hub's satellite interface so far (queued, sent or dropped).
+    pub forward_arrivals: u64,
+    /// ACKs dropped so far at the client's return interface (queue full).
+    pub return_drops: u64,
+    /// Duplicate ACKs that have entered the return interface's ACK queue so far (0 without one).
+    pub return_duplicates: u64,
+    /// Of those, removed (only with `unsuppressed_duplicates`).
+    pub return_duplicates_removed: u64,
+    /// Retransmission timeouts so far, all flows.
+    pub rtos: u64,
+    /// Fast retransmits so far, all flows.
+    pub fast_retransmits: u64,
+}
+
+/// What one flow of a run measured.
+#[derive(Clone, Debug)]
+pub struct FlowOutcome {
+    /// Bytes delivered to the client application.
+    pub delivered: u64,
+    /// Retransmission timeouts.
+    pub rtos: u64,
+    /// Fast retransmits.
+    pub fast_retransmits: u64,
+    /// Retransmitted segments.
+    pub retransmissions: u64,
 }
 
 /// What one run measured.
@@ -162,8 +207,20 @@ pub struct Outcome {
     pub max_forward_queue: u64,
     /// Time-average return queue, packets.
     pub mean_return_queue: f64,
+    /// Packets dropped at the hub's satellite interface (queue full).
+    pub forward_drops: u64,
+    /// Per flow, in start order.
+    pub flows: Vec<FlowOutcome>,
     /// Samples (empty unless asked for).
     pub samples: Vec<Sample>,
+}
+
+/// The return link's ACK-queue duplicate counters (arrived, removed); zeros without one.
+fn return_duplicates(sim: &Simulation) -> (u64, u64) {
+    match sim.link(LINK_RETURN).queue() {
+        AnyQueue::Ack(q) => (q.stats().duplicates, q.stats().duplicates_removed),
+        _ => (0, 0),
+    }
 }
 
 /// Run one point, sampling every `sample_every` if given.
@@ -182,21 +239,39 @@ pub fn run(point: &Point, sample_every: Option<Duration>) -> Result<Outcome, Str
         t = (t + step).min(end);
         sim.run_until(t);
         if sample_every.is_some() {
+            let (dups, dups_removed) = return_duplicates(&sim);
+            let sum = |f: fn(&satpep_proto::tcp::TcpStats) -> u64| {
+                (0..n).map(|i| f(&sim.opener(i).stats())).sum::<u64>()
+            };
             samples.push(Sample {
                 t: t.as_secs_f64(),
                 cwnd: (0..n).map(|i| sim.opener(i).cwnd()).collect(),
                 acked: (0..n).map(|i| sim.opener(i).bytes_acked()).collect(),
                 forward_queue: sim.link(LINK_FORWARD).queue_len_packets(),
                 return_queue: sim.link(LINK_RETURN).queue_len_packets(),
+                forward_drops: sim.link(LINK_FORWARD).stats().queue_drops,
+                forward_arrivals: sim.link(LINK_FORWARD).stats().arrivals,
+                return_drops: sim.link(LINK_RETURN).stats().queue_drops,
+                return_duplicates: dups,
+                return_duplicates_removed: dups_removed,
+                rtos: sum(|s| s.rto_expirations),
+                fast_retransmits: sum(|s| s.fast_retransmits),
             });
         }
     }
     let delivered: u64 = (0..n).map(|i| sim.listener(i).bytes_delivered()).sum();
     let (mut rtos, mut retx) = (0, 0);
+    let mut flows = Vec::with_capacity(n);
     for i in 0..n {
         let st = sim.opener(i).stats();
         rtos += st.rto_expirations;
         retx += st.retransmissions;
+        flows.push(FlowOutcome {
+            delivered: sim.listener(i).bytes_delivered(),
+            rtos: st.rto_expirations,
+            fast_retransmits: st.fast_retransmits,
+            retransmissions: st.retransmissions,
+        });
     }
     let ret = sim.link(LINK_RETURN).stats_at(t);
     let regenerated = match sim.middlebox(NODE_HUB) {
@@ -213,6 +288,8 @@ pub fn run(point: &Point, sample_every: Option<Duration>) -> Result<Outcome, Str
         regenerated,
         max_forward_queue: sim.link(LINK_FORWARD).stats().max_queue_packets,
         mean_return_queue: sim.link(LINK_RETURN).mean_queue_packets(t),
+        forward_drops: sim.link(LINK_FORWARD).stats().queue_drops,
+        flows,
         samples,
     })
 }
