@@ -798,14 +798,14 @@ mod tests {
         assert_eq!(pkt.header().len(), 80);
         assert_eq!(&pkt.header()[77..80], &[3, 3, 8]);
         assert!(valid(pkt.header(), &p));
-        // A malformed list (length 1) is not touched.
-        let (h, p) = syn_with_raw_options(vec![2, 1, 0, 0], b"");
-        let mut pkt = pkt_of(&h, &p);
-        assert_eq!(
-            add_wscale_option(&mut pkt, 8),
-            Err(AddOptionError::Unparsable)
-        );
-        assert_eq!(pkt.header(), &h[..]);
+        // Malformed lists (a length of 1; a length past the header's end) are not touched.
+        for opts in [vec![2, 1, 0, 0], vec![2, 8, 5, 180]] {
+            let (h, p) = syn_with_raw_options(opts, b"");
+            let mut pkt = pkt_of(&h, &p);
+            let got = add_wscale_option(&mut pkt, 8);
+            assert_eq!(got, Err(AddOptionError::Unparsable));
+            assert_eq!(pkt.header(), &h[..]);
+        }
     }
 
     #[test]
