@@ -56,7 +56,7 @@ const NODE_KEYS: &[&str] = &["name", "kind", "address", "middlebox", "subnets", 
 const LINK_OWN_KEYS: &[&str] = &["name", "from", "to"];
 const ROUTE_KEYS: &[&str] = &["node", "dst", "link"];
 const FLOW_KEYS: &[&str] = &[
-    "name", "from", "to", "start", "port", "src_port", "app", "tcp",
+    "name", "from", "to", "start", "port", "src_port", "app", "tcp", "to_tcp",
 ];
 const OUTPUT_KEYS: &[&str] = &["interval", "pcap", "pcap_per_link", "series", "plots"];
 
@@ -564,6 +564,7 @@ impl<'s> Builder<'s, '_> {
             check_app(&app)
                 .map_err(|(rel, msg)| self.err(&[join(&path, "app"), rel].concat(), msg))?;
             let tcp = self.flow_tcp(t, &path, default_tcp)?;
+            let to_tcp = self.flow_to_tcp(t, &path, default_tcp)?;
             for (a, b) in [(from, to), (to, from)] {
                 let Err(e) = routes::trace(routes, links, a, b) else {
                     continue;
@@ -592,6 +593,7 @@ impl<'s> Builder<'s, '_> {
                 dst_port,
                 app,
                 tcp,
+                to_tcp,
             });
         }
         Ok(flows)
@@ -629,6 +631,30 @@ impl<'s> Builder<'s, '_> {
             };
             self.err(&[base, rel].concat(), msg)
         })
+    }
+
+    /// The `to` end's settings when the flow has `to_tcp`: `[defaults.tcp]`, then the flow's
+    /// `tcp`, then `to_tcp`, key by key; errors point at `to_tcp`.
+    fn flow_to_tcp(
+        &self,
+        t: &Table,
+        path: &[Seg],
+        default_tcp: &Table,
+    ) -> Result<Option<TcpConfig>> {
+        let Some(v) = t.get("to_tcp") else {
+            return Ok(None);
+        };
+        let own_path = join(path, "to_tcp");
+        let own = self.table(v, &own_path)?;
+        let mut merged = default_tcp.clone();
+        if let Some(v) = t.get("tcp") {
+            merged.extend(self.table(v, &join(path, "tcp"))?.clone());
+        }
+        merged.extend(own.clone());
+        typed_rel::<TcpConfig>(&Value::Table(merged))
+            .and_then(|c| check_tcp(&c).map(|()| c))
+            .map(Some)
+            .map_err(|(rel, msg)| self.err(&[own_path, rel].concat(), msg))
     }
 
     fn output(&self, links: &[LinkSpec], link_index: &HashMap<&str, usize>) -> Result<OutputSpec> {

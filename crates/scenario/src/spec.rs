@@ -135,6 +135,10 @@ pub struct FlowSpec {
     pub app: AppSpec,
     /// TCP settings of both ends: `[defaults.tcp]` merged field by field under the flow's `tcp`.
     pub tcp: TcpConfig,
+    /// TCP settings of the `to` end when they differ (`tcp` with the flow's `to_tcp` keys laid
+    /// over it), e.g. a receiver that offers no window scaling. Default: none (`tcp` for both).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_tcp: Option<TcpConfig>,
 }
 
 /// The application driving a flow.
@@ -326,6 +330,9 @@ impl Scenario {
             e.insert("app".into(), to_value(&f.app));
             if let Some(tcp) = tcp_differs(to_value(&f.tcp)) {
                 e.insert("tcp".into(), tcp);
+            }
+            if let Some(to_tcp) = &f.to_tcp {
+                e.insert("to_tcp".into(), to_value(to_tcp));
             }
             Value::Table(e)
         });

@@ -725,3 +725,11 @@ fn netns_names_an_existing_namespace_for_one_host() {
         "only a host has a namespace",
     );
 }
+
+#[test]
+fn a_bad_to_tcp_key_is_blamed_on_to_tcp() {
+    let e = err(&format!("{MINI}to_tcp = {{ mss = 0 }}\n"), &[]);
+    check(&e, 19, "flow.flow1.to_tcp.mss", "");
+    let e = err(&format!("{MINI}to_tcp = {{ nope = 1 }}\n"), &[]);
+    check(&e, 19, "flow.flow1.to_tcp.nope", "");
+}

@@ -726,3 +726,25 @@ fn defaults_link_is_laid_under_every_link_and_run_json_uses_it() {
     let e = load_str(&own, "star.toml", &[]).unwrap_err();
     assert!(e.to_string().contains("belongs to each [[link]]"), "{e}");
 }
+
+#[test]
+fn to_tcp_is_laid_over_the_flows_tcp_for_the_to_end_only_and_round_trips() {
+    let l = builtin(&[
+        "defaults.tcp.mss=1000",
+        "flow.bulk2.tcp.cc=reno",
+        "flow.bulk2.to_tcp={ window_scaling = false, recv_buffer = \"17520\" }",
+    ])
+    .unwrap();
+    let f = &l.scenario.flows[1];
+    let tcp: TcpConfig = toml::from_str("mss = 1000\ncc = \"reno\"").unwrap();
+    let to: TcpConfig = toml::from_str(
+        "mss = 1000\ncc = \"reno\"\nwindow_scaling = false\nrecv_buffer = \"17520\"",
+    )
+    .unwrap();
+    assert_eq!(f.tcp, tcp);
+    assert_eq!(f.to_tcp, Some(to));
+    assert_eq!(l.scenario.flows[0].to_tcp, None);
+    let text = toml::to_string(&l.resolved).unwrap();
+    let again = load_str(&text, "<resolved>", &[]).unwrap();
+    assert_eq!(again.scenario, l.scenario);
+}

@@ -423,7 +423,7 @@ impl Simulation {
                 rng.next_u32(),
             );
             let listener = TcpEndpoint::new(
-                f.tcp.clone(),
+                f.to_tcp.as_ref().unwrap_or(&f.tcp).clone(),
                 (b, f.dst_port),
                 (a, f.src_port),
                 rng.next_u32(),

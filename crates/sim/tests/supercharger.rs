@@ -52,6 +52,26 @@ fn gateway_fills_24_mbps_with_a_64_kb_receiver_window() {
 }
 
 #[test]
+fn gateway_fills_24_mbps_for_a_receiver_that_offers_no_window_scaling() {
+    // The paper's receiver: 64 KB, no Window Scale option in its SYN-ACK. The gateway negotiates
+    // scaling with the sender on its behalf; without that (`add_wscale = false`) the virtual
+    // window stops at 64 KB and the flow gets one window per round trip.
+    let no_ws = "flow.bulk.to_tcp={ window_scaling = false }";
+    let o = run(&[GATEWAY, no_ws], &[25, 40]);
+    let tput = mbps(o.delivered_at[1] - o.delivered_at[0], 15.0);
+    assert!(tput >= 0.90 * 24.0, "negotiated: {tput:.2} Mb/s");
+    assert_eq!(o.beyond_window, 0, "the receiver was overrun");
+    let plain = "node.gateway.middlebox={ kind = \"supercharger\", add_wscale = false }";
+    let o = run(&[plain, no_ws], &[25, 40]);
+    let tput = mbps(o.delivered_at[1] - o.delivered_at[0], 15.0);
+    let analytic = 45.0 * 1448.0 * 8.0 / 1.004 / 1e6;
+    assert!(
+        (tput - analytic).abs() / analytic <= 0.10,
+        "not negotiated: {tput:.3} Mb/s, 45 segments/RTT = {analytic:.3} Mb/s"
+    );
+}
+
+#[test]
 fn without_gateway_64_kb_window_gives_window_over_rtt() {
     let o = run(&[], &[25, 40]);
     let tput = mbps(o.delivered_at[1] - o.delivered_at[0], 15.0);

@@ -81,6 +81,13 @@ pub(super) struct Flow {
     pub sender_ws: Option<bool>,
     /// Whether the receiver's handshake offered window scaling (before our rewrite).
     pub receiver_ws: Option<u8>,
+    /// Shift of the sender's own window scale option (what it applies to the windows it sends).
+    pub sender_shift: u8,
+    /// The gateway offered scaling in a receiver's SYN that had none (receiver-opened).
+    pub ws_added: bool,
+    /// Scaling was negotiated with the sender on the receiver's behalf: the sender scales its
+    /// windows by `sender_shift`, the receiver reads them unscaled, so the gateway translates.
+    pub on_behalf: bool,
     /// Segments waiting, FIFO.
     pub queue: VecDeque<Held>,
     /// Payload bytes in `queue`.
@@ -129,6 +136,9 @@ impl Flow {
             virt_shift: 0,
             sender_ws: None,
             receiver_ws: None,
+            sender_shift: 0,
+            ws_added: false,
+            on_behalf: false,
             queue: VecDeque::new(),
             queued_bytes: 0,
             fwd_nxt: 1,

@@ -16,14 +16,21 @@
 //!   the receiver's 64 KB (backpressure: a full gateway buffer closes the virtual window);
 //! - so that a virtual window above 64 KB can be expressed, it raises the window-scale shift the
 //!   receiver announces in its handshake to `virtual_wscale` (when both ends offer scaling) and
-//!   translates every window field of that receiver from its real shift to the virtual one.
+//!   translates every window field of that receiver from its real shift to the virtual one;
+//! - when the receiver offers no scaling (the paper's unmodified receivers), it negotiates
+//!   scaling with the sender on the receiver's behalf (RFC 7323 §2.2, `add_wscale`): it adds a
+//!   Window Scale option announcing `virtual_wscale` to the receiver's SYN-ACK (only if the
+//!   sender's SYN offered scaling), or to the receiver's SYN (and turns the sender's answering
+//!   option into NOPs, so the receiver never sees scaling agreed to). From then on the receiver's
+//!   unscaled windows are scaled toward the sender by that shift, rounding down, and the
+//!   sender's scaled windows are expanded toward the receiver (capped at 65 535).
 //!
 //! Sequence and acknowledgement numbers are never changed. Non-TCP packets, connections whose
 //! handshake the gateway did not see, and connections beyond `max_flows` pass untouched.
 //!
-//! What is left out: the gateway does not add a window-scale option when the receiver offers
-//! none (the virtual window then stays below 64 KB, which still helps receivers with smaller
-//! windows); retransmissions of bytes already forwarded pass at once rather than in FIFO order
+//! What is left out: a handshake whose options leave no room for the Window Scale option (40
+//! bytes full) or a sender that offers no scaling keeps the virtual window below 64 KB
+//! (`wscale_no_room` counts the first); retransmissions of bytes already forwarded pass at once rather than in FIFO order
 //! (they use no new receiver buffer); a FIN or RST forgets the connection.
 //!
 //! Flows live in a [`FlowTable`] of `max_flows` (its refusals are `flows_refused`); a flow's
@@ -48,7 +55,9 @@ use crate::flow::{FlowId, FlowKey, FlowTable};
 use crate::node::{Node, Packet, PortId, Transmit};
 use crate::time::{Duration, Instant};
 use crate::units::ByteSize;
-use crate::wire::{parse_packet, TcpFlags, TcpIpv4View, TcpRepr};
+use crate::wire::{
+    add_wscale_option, parse_packet, AddOptionError, TcpFlags, TcpIpv4View, TcpRepr,
+};
 
 /// Settings of the TCP-SuperCharger middlebox (`middlebox = { kind = "supercharger", … }`).
 #[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
@@ -78,6 +87,9 @@ pub struct SuperChargerConfig {
     /// Window-scale shift announced to senders on the receivers' behalf (0–14). Default: 8
     /// (virtual windows up to 16 MB).
     pub virtual_wscale: u8,
+    /// Negotiate window scaling with the sender on the behalf of a receiver that offers none
+    /// (adding the option to its handshake). Default: true.
+    pub add_wscale: bool,
 }
 
 impl Default for SuperChargerConfig {
@@ -92,6 +104,7 @@ impl Default for SuperChargerConfig {
             total_buffer: ByteSize(256_000_000),
             max_flows: 4096,
             virtual_wscale: 8,
+            add_wscale: true,
         }
     }
 }
@@ -151,6 +164,12 @@ pub struct SuperChargerStats {
     pub windows_rewritten: u64,
     /// Handshake window-scale options rewritten.
     pub wscale_rewritten: u64,
+    /// Window-scale options added on a receiver's behalf.
+    pub wscale_added: u64,
+    /// Window-scale options that could not be added: the handshake's options were full.
+    pub wscale_no_room: u64,
+    /// Window fields of the sender expanded toward a receiver that reads them unscaled.
+    pub sender_windows_rewritten: u64,
     /// Most bytes held at once, all flows.
     pub max_held_bytes: u64,
 }
@@ -251,7 +270,7 @@ impl SuperCharger {
         self.out.push_back(pkt);
     }
 
-    fn on_sender_segment(&mut self, now: Instant, tcp: &TcpRepr, key: FlowKey, pkt: Packet) {
+    fn on_sender_segment(&mut self, now: Instant, tcp: &TcpRepr, key: FlowKey, mut pkt: Packet) {
         let syn = tcp.flags.contains(TcpFlags::SYN);
         if syn && tcp.ack.is_none() {
             match self.flows.get_mut(&key) {
@@ -260,6 +279,7 @@ impl SuperCharger {
                 None => {
                     let mut f = Flow::new(&self.config, tcp.seq);
                     f.sender_ws = Some(tcp.window_scale.is_some());
+                    f.sender_shift = tcp.window_scale.unwrap_or(0).min(14);
                     f.syn_at = Some(now);
                     match self.flows.insert(now, key, f) {
                         Ok(_) => self.stats.flows_managed += 1,
@@ -279,10 +299,29 @@ impl SuperCharger {
             if let (Some(r), Some(_)) = (flow.receiver_ws, tcp.window_scale) {
                 flow.rcv_shift = r;
                 flow.virt_shift = self.config.virtual_wscale.max(r);
+            } else if let (true, Some(s)) = (flow.ws_added, tcp.window_scale) {
+                // The sender agreed to the scaling offered on the receiver's behalf; the
+                // receiver offered none, so it must not see the option (RFC 7323 §2.2).
+                if let Ok(mut v) = TcpIpv4View::new_checked(pkt.header_mut()) {
+                    v.remove_wscale_option();
+                }
+                flow.sender_shift = s.min(14);
+                flow.virt_shift = self.config.virtual_wscale;
+                flow.on_behalf = true;
             }
             let window = flow.pending_window;
             flow.on_receiver_handshake(now, window);
             return self.pass(pkt);
+        }
+        if flow.on_behalf {
+            // The sender scales its windows, the receiver reads them as they are.
+            let wide = (u32::from(tcp.window) << flow.sender_shift).min(65_535) as u16;
+            if wide != tcp.window {
+                if let Ok(mut view) = TcpIpv4View::new_checked(pkt.header_mut()) {
+                    view.set_window(wide);
+                    self.stats.sender_windows_rewritten += 1;
+                }
+            }
         }
         if tcp.flags.contains(TcpFlags::RST) {
             self.remove(key);
@@ -323,6 +362,7 @@ impl SuperCharger {
     fn on_receiver_segment(&mut self, now: Instant, tcp: &TcpRepr, key: FlowKey, mut pkt: Packet) {
         let syn = tcp.flags.contains(TcpFlags::SYN);
         let virtual_wscale = self.config.virtual_wscale;
+        let add_wscale = self.config.add_wscale;
         if syn && tcp.ack.is_none() {
             // The receiver opens: remember its window and scale until the sender answers.
             if self.flows.id(&key).is_none() {
@@ -346,6 +386,10 @@ impl SuperCharger {
                     crate::wire::add_payload_to_tcp_checksum(&mut pkt);
                     self.stats.wscale_rewritten += 1;
                 }
+            } else if add_wscale && self.add_wscale(&mut pkt, virtual_wscale) {
+                if let Some(f) = self.flows.get_mut(&key) {
+                    f.ws_added = true;
+                }
             }
             return self.pass(pkt);
         }
@@ -362,8 +406,19 @@ impl SuperCharger {
                     self.stats.wscale_rewritten += 1;
                 }
             }
+            let on_behalf =
+                add_wscale && tcp.window_scale.is_none() && flow.sender_ws == Some(true);
+            if on_behalf && self.add_wscale(&mut pkt, virtual_wscale) {
+                if let Some(flow) = self.flows.get_mut(&key) {
+                    flow.rcv_shift = 0;
+                    flow.virt_shift = virtual_wscale;
+                    flow.on_behalf = true;
+                }
+            }
             // Windows in SYN segments are never scaled (RFC 7323 §2.2).
-            flow.on_receiver_handshake(now, u64::from(tcp.window));
+            if let Some(flow) = self.flows.get_mut(&key) {
+                flow.on_receiver_handshake(now, u64::from(tcp.window));
+            }
             return self.pass(pkt);
         }
         if tcp.flags.contains(TcpFlags::RST) {
@@ -396,6 +451,23 @@ impl SuperCharger {
             }
         }
         self.pass(pkt);
+    }
+
+    /// Add a Window Scale option announcing `shift` to a receiver's handshake segment; true
+    /// when added. A full option space is counted; a header the view does not take (IPv4
+    /// options) passes unchanged.
+    fn add_wscale(&mut self, pkt: &mut Packet, shift: u8) -> bool {
+        match add_wscale_option(pkt, shift) {
+            Ok(()) => {
+                self.stats.wscale_added += 1;
+                true
+            }
+            Err(AddOptionError::NoRoom) => {
+                self.stats.wscale_no_room += 1;
+                false
+            }
+            Err(_) => false,
+        }
     }
 
     fn remove(&mut self, key: FlowKey) {

@@ -301,3 +301,253 @@ fn flow_table_is_bounded_and_a_packet_visits_only_its_flow() {
     assert_eq!(g.flow_table_stats().visited - before, 1);
     assert_eq!(g.poll_timeout(), None);
 }
+
+/// The SYN-ACK a receiver without window scaling sends (MSS, SACK-permitted, timestamps).
+fn plain_syn_ack(window: u16) -> TcpRepr {
+    TcpRepr {
+        flags: TcpFlags::SYN,
+        seq: SeqNumber(IRS),
+        ack: Some(SeqNumber(ISS + 1)),
+        mss: Some(1460),
+        sack_permitted: true,
+        timestamp: Some((7, 9)),
+        ..ack_from_receiver(1, window)
+    }
+}
+
+/// Sender's SYN with scale `shift`, then `syn_ack` from the receiver; the SYN-ACK as forwarded.
+fn open_with(g: &mut SuperCharger, shift: Option<u8>, syn_ack: Packet) -> Packet {
+    let syn = TcpRepr {
+        flags: TcpFlags::SYN,
+        ack: None,
+        seq: SeqNumber(ISS),
+        window_scale: shift,
+        mss: Some(1460),
+        ..from_sender(0, 0)
+    };
+    g.handle_packet(t(0), TERRESTRIAL, packet(true, &syn));
+    drain(g, t(0));
+    g.handle_packet(t(600), SATELLITE, syn_ack);
+    let mut out = drain(g, t(600));
+    assert_eq!(out.len(), 1);
+    out.remove(0)
+}
+
+/// The header of `pkt` after `f` rewrote it (for expected bytes).
+fn with(tcp: TcpRepr, from_sender: bool) -> Vec<u8> {
+    packet(from_sender, &tcp).header().to_vec()
+}
+
+#[test]
+fn a_receiver_without_scaling_gets_one_negotiated_on_its_behalf() {
+    let mut g = SuperCharger::new(SuperChargerConfig::default());
+    let syn_ack = open_with(&mut g, Some(7), packet(false, &plain_syn_ack(65_535)));
+    // On the wire: the SYN-ACK the receiver would have sent had it announced shift 8 — the
+    // option after the timestamps (NOP, 3, 3, 8), lengths and both checksums adjusted.
+    let expected = with(
+        TcpRepr {
+            window_scale: Some(8),
+            ..plain_syn_ack(65_535)
+        },
+        false,
+    );
+    assert_eq!(syn_ack.header(), &expected[..]);
+    assert_eq!(&syn_ack.header()[56..60], &[1, 3, 3, 8]);
+    assert_eq!(g.stats().wscale_added, 1);
+    // The receiver's first ACK (unscaled 65 535): the virtual window of 1 + 8 000 000 − 1 bytes
+    // goes out scaled by 8, rounded down: 31 250 (the sender reads 8 000 000).
+    g.handle_packet(
+        t(601),
+        SATELLITE,
+        packet(false, &ack_from_receiver(1, 65_535)),
+    );
+    let out = drain(&mut g, t(601));
+    assert_eq!(
+        out[0].header(),
+        &with(ack_from_receiver(1, 31_250), false)[..]
+    );
+    // The sender's windows are scaled by its 7; the receiver reads them unscaled: 100 → 12 800,
+    // 1000 → 128 000, capped at 65 535.
+    for (sent, seen) in [(100, 12_800), (1000, 65_535)] {
+        let data = TcpRepr {
+            window: sent,
+            ..from_sender(1, 1000)
+        };
+        g.handle_packet(t(700), TERRESTRIAL, packet(true, &data));
+        let out = drain(&mut g, t(700));
+        let fwd = TcpRepr {
+            window: seen,
+            ..data
+        };
+        assert_eq!(out[0].header(), &with(fwd, true)[..]);
+    }
+    assert_eq!(g.stats().sender_windows_rewritten, 2);
+}
+
+#[test]
+fn the_scaled_window_rounds_down_to_what_the_gateway_backs() {
+    // A 1000-byte gateway buffer: the virtual edge is the receiver's own (1 + 17 520), and
+    // 17 520 >> 8 = 68 gives the sender 17 408 bytes, never more than the receiver offers.
+    let mut g = SuperCharger::new(SuperChargerConfig {
+        flow_buffer: ByteSize(1000),
+        total_buffer: ByteSize(1000),
+        ..SuperChargerConfig::default()
+    });
+    open_with(&mut g, Some(2), packet(false, &plain_syn_ack(17_520)));
+    g.handle_packet(
+        t(601),
+        SATELLITE,
+        packet(false, &ack_from_receiver(1, 17_520)),
+    );
+    assert_eq!(parsed(&drain(&mut g, t(601))[0]).window, 68);
+}
+
+#[test]
+fn no_option_is_added_when_the_sender_offers_no_scaling_or_it_is_switched_off() {
+    for (shift, add) in [(None, true), (Some(7), false)] {
+        let mut g = SuperCharger::new(SuperChargerConfig {
+            add_wscale: add,
+            ..SuperChargerConfig::default()
+        });
+        let sent = packet(false, &plain_syn_ack(17_520));
+        let bytes = sent.header().to_vec();
+        assert_eq!(open_with(&mut g, shift, sent).header(), &bytes[..]);
+        g.handle_packet(
+            t(601),
+            SATELLITE,
+            packet(false, &ack_from_receiver(1, 17_520)),
+        );
+        // Unscaled: the virtual window stops at 64 KB.
+        assert_eq!(parsed(&drain(&mut g, t(601))[0]).window, 65_535);
+        let data = packet(true, &from_sender(1, 1000));
+        let bytes = data.header().to_vec();
+        g.handle_packet(t(700), TERRESTRIAL, data);
+        assert_eq!(drain(&mut g, t(700))[0].header(), &bytes[..]);
+        assert_eq!(g.stats().wscale_added, 0);
+    }
+}
+
+#[test]
+fn a_syn_ack_with_full_options_passes_unscaled_and_is_counted() {
+    let mut g = SuperCharger::new(SuperChargerConfig::default());
+    // The plain SYN-ACK with its options replaced by MSS and 36 NOPs (40 bytes).
+    let base = TcpRepr {
+        mss: None,
+        sack_permitted: false,
+        timestamp: None,
+        ..plain_syn_ack(17_520)
+    };
+    let mut h = packet(false, &base).header().to_vec();
+    h.extend_from_slice(&[2, 4, 5, 180]);
+    h.extend_from_slice(&[1; 36]);
+    h[2..4].copy_from_slice(&80u16.to_be_bytes());
+    h[32] = 15 << 4;
+    let mut v = crate::wire::TcpIpv4View::new_checked(&mut h[..]).expect("valid");
+    v.fill_checksums();
+    let out = open_with(&mut g, Some(7), Packet::new(&h, 0));
+    assert_eq!(out.header(), &h[..]);
+    assert_eq!((g.stats().wscale_added, g.stats().wscale_no_room), (0, 1));
+    g.handle_packet(
+        t(601),
+        SATELLITE,
+        packet(false, &ack_from_receiver(1, 17_520)),
+    );
+    assert_eq!(parsed(&drain(&mut g, t(601))[0]).window, 65_535);
+}
+
+#[test]
+fn a_receiver_opening_without_scaling_has_it_offered_and_never_sees_the_answer() {
+    let mut g = SuperCharger::new(SuperChargerConfig::default());
+    // The receiver opens (the paper's download): SYN without window scaling.
+    let syn = TcpRepr {
+        flags: TcpFlags::SYN,
+        ack: None,
+        seq: SeqNumber(IRS),
+        mss: Some(1460),
+        sack_permitted: true,
+        timestamp: Some((7, 0)),
+        ..ack_from_receiver(0, 17_520)
+    };
+    g.handle_packet(t(0), SATELLITE, packet(false, &syn));
+    let out = drain(&mut g, t(0));
+    let offered = TcpRepr {
+        window_scale: Some(8),
+        ..syn
+    };
+    assert_eq!(out[0].header(), &with(offered, false)[..]);
+    // The sender agrees with shift 7; the receiver gets three NOPs where the option was.
+    let syn_ack = TcpRepr {
+        flags: TcpFlags::SYN,
+        seq: SeqNumber(ISS),
+        ack: Some(SeqNumber(IRS + 1)),
+        window_scale: Some(7),
+        mss: Some(1460),
+        sack_permitted: true,
+        timestamp: Some((3, 7)),
+        ..from_sender(0, 0)
+    };
+    g.handle_packet(t(600), TERRESTRIAL, packet(true, &syn_ack));
+    let out = drain(&mut g, t(600));
+    let mut expected = with(syn_ack, true);
+    assert_eq!(&expected[56..60], &[1, 3, 3, 7]);
+    let mut v = crate::wire::TcpIpv4View::new_checked(&mut expected[..]).expect("valid");
+    v.buffer_mut()[57..60].fill(1);
+    v.fill_checksums();
+    assert_eq!(out[0].header(), &expected[..]);
+    assert_eq!(parsed(&out[0]).window_scale, None);
+    // The receiver's ACK is scaled by 8 toward the sender, the sender's windows by 7 back.
+    g.handle_packet(
+        t(601),
+        SATELLITE,
+        packet(false, &ack_from_receiver(1, 17_520)),
+    );
+    assert_eq!(parsed(&drain(&mut g, t(601))[0]).window, 31_250);
+    let data = TcpRepr {
+        window: 10,
+        ..from_sender(1, 1000)
+    };
+    g.handle_packet(t(700), TERRESTRIAL, packet(true, &data));
+    assert_eq!(parsed(&drain(&mut g, t(700))[0]).window, 1280);
+}
+
+proptest::proptest! {
+    /// Any sequence of receiver ACKs (unscaled windows) and sender data through a gateway that
+    /// negotiated scaling for the receiver: every forwarded ACK has a valid checksum and gives
+    /// the sender no more than the highest edge the gateway could back — the receiver's own
+    /// edge or what it received plus the room left in its buffer — and less than one scale
+    /// unit below it (rounding down), unless capped at 65 535.
+    #[test]
+    fn scaled_windows_stay_backed_and_checksummed(
+        steps in proptest::collection::vec((proptest::bool::ANY, 0u32..3000, 0u16..=65_535), 1..60),
+        buffer in 1000u64..200_000,
+    ) {
+        let mut g = SuperCharger::new(SuperChargerConfig {
+            flow_buffer: ByteSize(buffer),
+            total_buffer: ByteSize(buffer),
+            ..SuperChargerConfig::default()
+        });
+        open_with(&mut g, Some(7), packet(false, &plain_syn_ack(65_535)));
+        let (mut rcvd, mut ack, mut edge) = (1u64, 1u64, 0u64);
+        for (i, &(is_ack, n, window)) in steps.iter().enumerate() {
+            let now = t(601 + i as u64);
+            if is_ack {
+                ack = (ack + u64::from(n)).min(rcvd);
+                let room = buffer.saturating_sub(g.held_bytes());
+                edge = edge.max((ack + u64::from(window)).max(rcvd + room));
+                let sent = ack_from_receiver(ack as u32, window);
+                g.handle_packet(now, SATELLITE, packet(false, &sent));
+                let out = drain(&mut g, now);
+                let fwd = out.iter().find(|p| parsed(p).src_port == 5_000).expect("forwarded");
+                let view = crate::wire::TcpIpv4View::new_checked(fwd.header()).expect("valid");
+                proptest::prop_assert!(view.verify_checksums());
+                let credit = u64::from(view.window()) << 8;
+                proptest::prop_assert!(ack + credit <= edge, "{} > {}", ack + credit, edge);
+                proptest::prop_assert!(view.window() == 65_535 || ack + credit + 256 > edge);
+            } else if g.held_bytes() + u64::from(n) <= buffer && n > 0 {
+                g.handle_packet(now, TERRESTRIAL, packet(true, &from_sender(rcvd as u32, n)));
+                rcvd += u64::from(n);
+                drain(&mut g, now);
+            }
+        }
+    }
+}

@@ -26,7 +26,7 @@ use etherparse::{err, Ipv4HeaderSlice, TcpHeaderSlice};
 pub use ipv4::{Ipv4Repr, IPV4_HEADER_LEN};
 pub use seq::SeqNumber;
 pub use tcp::{SackBlocks, TcpFlags, TcpRepr, TCP_HEADER_LEN, TCP_MAX_OPTIONS_LEN};
-pub use view::TcpIpv4View;
+pub use view::{add_wscale_option, AddOptionError, TcpIpv4View};
 
 /// Why header bytes could not be used. Network input never panics: it becomes one of these,
 /// and the mechanism counts it.

@@ -14,8 +14,9 @@ use std::ops::Range;
 use super::ipv4::{field as ip_field, FRAG_MASK, IPV4_HEADER_LEN};
 use super::tcp::{
     field as tcp_field, ACK_BIT, KIND_EOL, KIND_MSS, KIND_NOP, KIND_SACK, KIND_WS, TCP_HEADER_LEN,
+    TCP_MAX_OPTIONS_LEN,
 };
-use super::{checksum, SeqNumber, TcpFlags, WireError, IPPROTO_TCP};
+use super::{checksum, SeqNumber, TcpFlags, WireError, IPPROTO_TCP, MAX_IPV4_TCP_HEADER_LEN};
 
 /// Offsets of a TCP field inside the whole IPv4 + TCP header (the TCP header starts at 20).
 const fn tcp(r: Range<usize>) -> Range<usize> {
@@ -259,6 +260,28 @@ impl<T: AsRef<[u8]>> TcpIpv4View<T> {
         let b = &self.buffer.as_ref()[r];
         u32::from_be_bytes([b[0], b[1], b[2], b[3]])
     }
+
+    /// Where the option list ends (offset in the whole header): at its first EOL, else at the
+    /// end of the TCP header; `None` when an option's length is malformed.
+    fn options_end(&self) -> Option<usize> {
+        let b = self.buffer.as_ref();
+        let end = self.header_len().min(b.len());
+        let mut i = IPV4_HEADER_LEN + tcp_field::OPTIONS;
+        while i < end {
+            match b[i] {
+                KIND_EOL => return Some(i),
+                KIND_NOP => i += 1,
+                _ => {
+                    let l = usize::from(*b.get(i + 1)?);
+                    if l < 2 || i + l > end {
+                        return None;
+                    }
+                    i += l;
+                }
+            }
+        }
+        Some(end)
+    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpIpv4View<T> {
@@ -332,6 +355,16 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpIpv4View<T> {
         }
     }
 
+    /// Turn the window-scale option into three NOPs (RFC 7323 §2.2: a peer that was offered no
+    /// scaling must not see it agreed to); true when there was one.
+    pub fn remove_wscale_option(&mut self) -> bool {
+        let Some(at) = self.find_option(KIND_WS, 3) else {
+            return false;
+        };
+        self.patch_tcp_bytes(at, &[KIND_NOP; 3]);
+        true
+    }
+
     /// Recompute both checksums from scratch (after edits through [`Self::buffer_mut`]).
     pub fn fill_checksums(&mut self) {
         self.write_u16(ip_field::CHECKSUM, 0);
@@ -353,6 +386,72 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpIpv4View<T> {
     fn write_u32(&mut self, r: Range<usize>, v: u32) {
         self.buffer.as_mut()[r].copy_from_slice(&v.to_be_bytes());
     }
+}
+
+/// Why [`add_wscale_option`] left a packet as it was.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum AddOptionError {
+    /// The header is not one [`TcpIpv4View`] accepts, or its option list is malformed.
+    Unparsable,
+    /// The header already carries a window-scale option.
+    Present,
+    /// The TCP header's 40 bytes of options (or the IPv4 total length) have no room left.
+    NoRoom,
+}
+
+/// Add a Window Scale option (RFC 7323 §2.2) announcing `shift` to the TCP header of `pkt`.
+///
+/// The option goes where the option list ends (over an EOL and its padding when they leave
+/// room), NOP-padded in front so the list stays a multiple of 4 bytes: `NOP, 3, 3, shift`
+/// after a list that ends on a 4-byte boundary, as Linux lays it out. The header grows by 4 bytes
+/// when the padding had no room; the data offset, the IPv4 total length and both checksums are
+/// updated incrementally (RFC 1624), so a checksum stays valid whatever the payload holds (the
+/// payload moves by a multiple of 4 bytes, so its words sum as before) and a bad one stays bad.
+pub fn add_wscale_option(pkt: &mut crate::Packet, shift: u8) -> Result<(), AddOptionError> {
+    let view = TcpIpv4View::new_checked(pkt.header()).map_err(|_| AddOptionError::Unparsable)?;
+    let old_end = view.header_len();
+    if pkt.header_len() != old_end {
+        return Err(AddOptionError::Unparsable);
+    }
+    if view.find_option(KIND_WS, 3).is_some() {
+        return Err(AddOptionError::Present);
+    }
+    let used = view.options_end().ok_or(AddOptionError::Unparsable)?;
+    let start = IPV4_HEADER_LEN + tcp_field::OPTIONS;
+    let pad = (4 - (used - start + 3) % 4) % 4;
+    let new_end = old_end.max(used + pad + 3);
+    if new_end - start > TCP_MAX_OPTIONS_LEN {
+        return Err(AddOptionError::NoRoom);
+    }
+    let old_total = view.total_len();
+    let total = u16::try_from(usize::from(old_total) + new_end - old_end)
+        .map_err(|_| AddOptionError::NoRoom)?;
+    let mut h = [0u8; MAX_IPV4_TCP_HEADER_LEN];
+    h[..old_end].copy_from_slice(pkt.header());
+    let doff = IPV4_HEADER_LEN + tcp_field::DATA_OFF;
+    let reserved = h[doff] & 0x0f;
+    // Bytes past the old header are zeros, which add nothing to a checksum: patching them in
+    // updates it exactly as if the header had always been that long.
+    let mut v = TcpIpv4View::new_unchecked(&mut h[..new_end]);
+    let mut opt = [0u8; TCP_MAX_OPTIONS_LEN];
+    let n = new_end - used;
+    opt[..pad].fill(KIND_NOP);
+    opt[pad..pad + 3].copy_from_slice(&[KIND_WS, 3, shift]);
+    v.patch_tcp_bytes(used, &opt[..n]);
+    let doff_byte = (((new_end - IPV4_HEADER_LEN) / 4) as u8) << 4 | reserved;
+    v.patch_tcp_bytes(doff, &[doff_byte]);
+    // The pseudo-header's TCP length and the IPv4 total length grow by the same bytes.
+    let tcp_len = |t: u16| t - IPV4_HEADER_LEN as u16;
+    let check = checksum::update_u16(v.tcp_checksum(), tcp_len(old_total), tcp_len(total));
+    v.write_u16(tcp(tcp_field::CHECKSUM), check);
+    let ip_check = v.read_u16(ip_field::CHECKSUM);
+    v.write_u16(ip_field::TOTAL_LEN, total);
+    v.write_u16(
+        ip_field::CHECKSUM,
+        checksum::update_u16(ip_check, old_total, total),
+    );
+    pkt.set_header(&h[..new_end]);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -499,6 +598,11 @@ mod tests {
         opts.extend_from_slice(&[2, 4]);
         opts.extend_from_slice(&mss.to_be_bytes());
         opts.extend_from_slice(&[3, 3, 7]);
+        syn_with_raw_options(opts, payload)
+    }
+
+    /// The SYN of [`syn_with_options`] with the option bytes `opts` (zero-padded to 4 bytes).
+    fn syn_with_raw_options(mut opts: Vec<u8>, payload: &[u8]) -> (Vec<u8>, Vec<u8>) {
         while !opts.len().is_multiple_of(4) {
             opts.push(0);
         }
@@ -588,6 +692,194 @@ mod tests {
                 || (40 + nops + 2..40 + nops + 4).contains(&i)
                 || i == 40 + nops + 6), "{changed:?}");
             proptest::prop_assert_eq!(u16::from_be_bytes([h[36], h[37]]), tcp_checksum_over(&h, &p));
+        }
+    }
+
+    /// A packet of header `h` and real payload `p`.
+    fn pkt_of(h: &[u8], p: &[u8]) -> crate::Packet {
+        crate::Packet::try_with_payload(h, p).expect("fits")
+    }
+
+    /// Both checksums of `h` + payload `p` are valid and the IPv4 total length covers them.
+    fn valid(h: &[u8], p: &[u8]) -> bool {
+        let total = u16::from_be_bytes([h[2], h[3]]);
+        checksum::is_valid(checksum::sum(0, &h[..20]))
+            && u16::from_be_bytes([h[36], h[37]]) == tcp_checksum_over(h, p)
+            && usize::from(total) == h.len() + p.len()
+    }
+
+    #[test]
+    fn add_wscale_option_gives_the_syn_ack_linux_would_have_sent_with_scaling() {
+        // A SYN-ACK of a receiver without window scaling: MSS, SACK-permitted, timestamps.
+        let tcp = TcpRepr {
+            src_port: 5001,
+            dst_port: 40000,
+            seq: SeqNumber(50_000),
+            ack: Some(SeqNumber(1_001)),
+            flags: TcpFlags::SYN,
+            window: 65_535,
+            mss: Some(1460),
+            sack_permitted: true,
+            timestamp: Some((0x0102_0304, 0x0a0b_0c0d)),
+            ..TcpRepr::default()
+        };
+        let ip = Ipv4Repr {
+            src: Ipv4Addr::new(10, 0, 2, 1),
+            dst: Ipv4Addr::new(10, 0, 0, 1),
+            protocol: 6,
+            ttl: 64,
+            ident: 0,
+            dscp_ecn: 0,
+            payload_len: 0,
+        };
+        let mut buf = [0u8; 80];
+        let n = crate::wire::emit_ipv4_tcp(&ip, &tcp, &mut buf);
+        let mut pkt = crate::Packet::new(&buf[..n], 0);
+        assert_eq!(n, 56);
+        assert_eq!(add_wscale_option(&mut pkt, 8), Ok(()));
+        // Exactly the bytes of the same SYN-ACK emitted with `wscale 8`: Linux puts the option
+        // after the timestamps, which is where the list ended.
+        let with = TcpRepr {
+            window_scale: Some(8),
+            ..tcp
+        };
+        let n = crate::wire::emit_ipv4_tcp(&ip, &with, &mut buf);
+        assert_eq!(pkt.header(), &buf[..n]);
+        let h = pkt.header();
+        assert_eq!(h.len(), 60);
+        assert_eq!(&h[2..4], &[0, 60], "IPv4 total length + 4");
+        assert_eq!(h[32], 10 << 4, "data offset 40 bytes");
+        assert_eq!(
+            &h[40..60],
+            &[
+                2, 4, 0x05, 0xb4, // MSS 1460
+                4, 2, 8, 10, 1, 2, 3, 4, 10, 11, 12, 13, // SACK-permitted, timestamps
+                1, 3, 3, 8, // NOP, window scale 8
+            ]
+        );
+        assert!(valid(h, &[]));
+        assert_eq!(add_wscale_option(&mut pkt, 8), Err(AddOptionError::Present));
+    }
+
+    #[test]
+    fn add_wscale_option_fills_eol_padding_at_an_odd_offset_and_keeps_the_payload_summed() {
+        // NOP, MSS, EOL and padding: the option list ends at byte 5 of 8.
+        let (h, p) = syn_with_raw_options(vec![1, 2, 4, 5, 180, 0], b"hello");
+        let mut pkt = pkt_of(&h, &p);
+        assert_eq!(add_wscale_option(&mut pkt, 14), Ok(()));
+        let n = pkt.header();
+        assert_eq!(n.len(), h.len(), "the padding had room: no growth");
+        assert_eq!(&n[40..48], &[1, 2, 4, 5, 180, 3, 3, 14]);
+        assert!(valid(n, &p));
+        // An EOL right after MSS (byte 4): a NOP aligns the option to the end of the list.
+        let (h, p) = syn_with_raw_options(vec![2, 4, 5, 180, 0], b"hi!");
+        let mut pkt = pkt_of(&h, &p);
+        assert_eq!(add_wscale_option(&mut pkt, 0), Ok(()));
+        assert_eq!(&pkt.header()[40..48], &[2, 4, 5, 180, 1, 3, 3, 0]);
+        assert!(valid(pkt.header(), &p));
+    }
+
+    #[test]
+    fn add_wscale_option_refuses_a_full_header_and_uses_the_last_three_bytes() {
+        // 40 bytes of options in use (MSS and 36 NOPs): no room, nothing changed.
+        let mut opts = vec![2, 4, 5, 180];
+        opts.extend([1u8; 36]);
+        let (h, p) = syn_with_raw_options(opts, b"");
+        let mut pkt = pkt_of(&h, &p);
+        assert_eq!(add_wscale_option(&mut pkt, 8), Err(AddOptionError::NoRoom));
+        assert_eq!(pkt.header(), &h[..]);
+        // 37 in use and an EOL: the option takes the last three bytes of the 40.
+        let mut opts = vec![2, 4, 5, 180];
+        opts.extend([1u8; 33]);
+        opts.extend([0, 0, 0]);
+        let (h, p) = syn_with_raw_options(opts, b"x");
+        let mut pkt = pkt_of(&h, &p);
+        assert_eq!(add_wscale_option(&mut pkt, 8), Ok(()));
+        assert_eq!(pkt.header().len(), 80);
+        assert_eq!(&pkt.header()[77..80], &[3, 3, 8]);
+        assert!(valid(pkt.header(), &p));
+        // Malformed lists (a length of 1; a length past the header's end) are not touched.
+        for opts in [vec![2, 1, 0, 0], vec![2, 8, 5, 180]] {
+            let (h, p) = syn_with_raw_options(opts, b"");
+            let mut pkt = pkt_of(&h, &p);
+            let got = add_wscale_option(&mut pkt, 8);
+            assert_eq!(got, Err(AddOptionError::Unparsable));
+            assert_eq!(pkt.header(), &h[..]);
+        }
+    }
+
+    #[test]
+    fn remove_wscale_option_leaves_nops_and_a_valid_checksum() {
+        let (mut h, p) = syn_with_options(1, 1460, b"data");
+        let mut v = TcpIpv4View::new_checked(&mut h[..]).expect("valid");
+        assert!(v.remove_wscale_option());
+        assert!(!v.remove_wscale_option(), "gone");
+        assert_eq!(&h[40..48], &[1, 2, 4, 5, 180, 1, 1, 1]);
+        assert!(valid(&h, &p));
+    }
+
+    /// One TCP option as bytes: NOP, MSS, SACK-permitted, timestamps or an unknown kind.
+    fn option() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(vec![1u8]),
+            any::<u16>().prop_map(|m| vec![2, 4, (m >> 8) as u8, m as u8]),
+            Just(vec![4u8, 2]),
+            any::<[u8; 8]>().prop_map(|t| [&[8u8, 10][..], &t[..]].concat()),
+            (30u8..200, proptest::collection::vec(any::<u8>(), 0..10)).prop_map(|(k, d)| [
+                &[k, d.len() as u8 + 2][..],
+                &d[..]
+            ]
+            .concat()),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Over any well-formed option list (with or without an EOL), payload and shift: either
+        /// the option is added — checksums valid against a full recompute, every other option
+        /// kept, the list a multiple of 4 within 40 bytes — or there was no room and nothing
+        /// changed.
+        #[test]
+        fn add_wscale_option_keeps_every_packet_valid(
+            opts in proptest::collection::vec(option(), 0..8),
+            eol in proptest::bool::ANY,
+            payload in proptest::collection::vec(proptest::num::u8::ANY, 0..30),
+            shift in 0u8..15,
+        ) {
+            let mut raw: Vec<u8> = opts.concat();
+            if eol {
+                raw.push(0);
+            }
+            proptest::prop_assume!(raw.len() <= 40);
+            let used = if eol { raw.len() - 1 } else { raw.len() };
+            let (h, p) = syn_with_raw_options(raw.clone(), &payload);
+            // The parser sums a payload as zeros: compare options on a twin with zero payload.
+            let (h0, p0) = syn_with_raw_options(raw, &vec![0; payload.len()]);
+            let before = parse_ipv4_tcp(&h0, p0.len() as u32).expect("valid").1;
+            let mut twin = pkt_of(&h0, &p0);
+            let mut pkt = pkt_of(&h, &p);
+            let fits = used + (4 - (used + 3) % 4) % 4 + 3 <= 40;
+            match add_wscale_option(&mut pkt, shift) {
+                Ok(()) => {
+                    proptest::prop_assert!(fits);
+                    let n = pkt.header();
+                    proptest::prop_assert!(valid(n, &p));
+                    proptest::prop_assert!(n.len() == h.len() || n.len() == h.len() + 4);
+                    proptest::prop_assert!(n.len() <= 80);
+                    proptest::prop_assert_eq!(add_wscale_option(&mut twin, shift), Ok(()));
+                    let after = parse_ipv4_tcp(twin.header(), p.len() as u32).expect("valid").1;
+                    proptest::prop_assert_eq!(after.window_scale, Some(shift));
+                    proptest::prop_assert_eq!(TcpRepr { window_scale: None, ..after }, before);
+                    // Addresses, ports, numbers and the options before it are untouched.
+                    proptest::prop_assert_eq!(&n[12..32], &h[12..32]);
+                    proptest::prop_assert_eq!(&n[40..40 + used], &h[40..40 + used]);
+                }
+                Err(e) => {
+                    proptest::prop_assert_eq!(e, AddOptionError::NoRoom);
+                    proptest::prop_assert!(!fits);
+                    proptest::prop_assert_eq!(pkt.header(), &h[..]);
+                }
+            }
         }
     }
 }
