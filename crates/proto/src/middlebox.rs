@@ -184,7 +184,8 @@ impl Middlebox {
             Self::Supercharger(m) => counters!(m.stats();
                 flows_managed, flows_refused, passed_other, segments_held, segments_released,
                 retransmissions_passed, duplicates_dropped, buffer_drops, windows_rewritten,
-                wscale_rewritten, max_held_bytes),
+                wscale_rewritten, wscale_added, wscale_no_room, sender_windows_rewritten,
+                max_held_bytes),
             Self::SplitTcp(m) => counters!(m.stats();
                 flows_split, unsplit_over_limit, unsplit_embryonic, flows_aborted,
                 handshakes_failed, flows_reaped, resets_ignored, embryonic, passed_through,
