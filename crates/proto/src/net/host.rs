@@ -9,8 +9,10 @@ use crate::wire::{emit_ipv4_tcp, parse_packet, Ipv4Repr};
 use crate::{Instant, Node, Packet, PortId, Transmit};
 
 use super::apps::App;
+use super::multicast::HostGroups;
 use super::prefix::{Ipv4Prefix, PrefixTable};
 use super::router::Router;
+use crate::wire::igmp::emit_igmp;
 
 /// Which end of a flow a connection is.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
@@ -49,6 +51,8 @@ pub struct HostStats {
     pub no_connection: u64,
     /// Packets with no route out.
     pub no_route: u64,
+    /// Packets to a multicast group the host is not in (or any, without `groups`).
+    pub not_member: u64,
 }
 
 /// A host node: demultiplexes segments to its connections and sends what they produce.
@@ -72,6 +76,8 @@ pub struct Host {
     router: Router,
     /// Networks the scenario places behind this host (`subnets`).
     subnets: PrefixTable<()>,
+    /// Multicast groups the host joins and leaves (`groups`).
+    groups: Option<Box<HostGroups>>,
 }
 
 impl Host {
@@ -90,6 +96,29 @@ impl Host {
             stats: HostStats::default(),
             router: Router::new(),
             subnets: PrefixTable::default(),
+            groups: None,
+        }
+    }
+
+    /// Join and leave multicast groups as `groups` schedules.
+    pub fn set_groups(&mut self, groups: HostGroups) {
+        self.groups = Some(Box::new(groups));
+    }
+
+    /// The multicast groups' state, if the host has any.
+    pub fn groups(&self) -> Option<&HostGroups> {
+        self.groups.as_deref()
+    }
+
+    /// A packet to a multicast group: counted if the host is in the group, never forwarded.
+    fn handle_multicast(&mut self, now: Instant, pkt: &Packet) {
+        match self.groups.as_mut() {
+            Some(g) => {
+                let before = g.not_member;
+                g.handle_packet(now, pkt);
+                self.stats.not_member += g.not_member - before;
+            }
+            None => self.stats.not_member += 1,
         }
     }
 
@@ -198,6 +227,10 @@ fn c_deadline(c: &mut Conn, start: Option<Instant>) {
 
 impl Node for Host {
     fn handle_packet(&mut self, now: Instant, port: PortId, pkt: Packet) {
+        if pkt.header().get(16).is_some_and(|d| d & 0xf0 == 0xe0) {
+            self.handle_multicast(now, &pkt);
+            return;
+        }
         if let Some(d) = pkt
             .header()
             .get(16..20)
@@ -228,6 +261,11 @@ impl Node for Host {
     }
 
     fn handle_timeout(&mut self, now: Instant) {
+        if let Some(g) = self.groups.as_mut() {
+            if g.poll_timeout().is_some_and(|t| t <= now) {
+                g.handle_timeout(now);
+            }
+        }
         // Deadlines change only when output is drained, so the due set is fixed for this call;
         // visit it in connection order, as a scan of all connections would.
         let mut due = std::mem::take(&mut self.due);
@@ -249,6 +287,17 @@ impl Node for Host {
     fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         if let Some(tx) = self.router.poll_transmit(now) {
             return Some(tx);
+        }
+        while let Some((dst, msg)) = self.groups.as_mut().and_then(|g| g.poll_message()) {
+            let Some(port) = self.router.route_of(dst) else {
+                self.stats.no_route += 1;
+                continue;
+            };
+            let mut pkt = emit_igmp(self.addr, dst, self.ident, &msg);
+            self.ident = self.ident.wrapping_add(1);
+            pkt.id = self.next_packet_id;
+            self.next_packet_id += 1;
+            return Some(Transmit { port, pkt });
         }
         while let Some(&i) = self.dirty.last() {
             let c = &mut self.conns[i];
@@ -276,7 +325,11 @@ impl Node for Host {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.timers.first().map(|&(d, _)| d)
+        let conns = self.timers.first().map(|&(d, _)| d);
+        match (conns, self.groups.as_ref().and_then(|g| g.poll_timeout())) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn poll_drop(&mut self) -> Option<crate::Dropped> {

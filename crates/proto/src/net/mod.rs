@@ -6,6 +6,8 @@
 pub mod apps;
 pub mod external;
 pub mod host;
+pub mod igmp;
+pub mod multicast;
 pub mod prefix;
 pub mod router;
 

@@ -9,6 +9,7 @@ use crate::wire::checksum;
 use crate::{Instant, Node, Packet, PortId, Transmit};
 
 use super::host::FastHash;
+use super::multicast::MulticastRouter;
 use super::prefix::{Ipv4Prefix, PrefixTable};
 
 /// Counters of packets a router could not forward.
@@ -36,6 +37,8 @@ pub struct Router {
     out: VecDeque<Transmit>,
     stats: RouterStats,
     middlebox: Option<Middlebox>,
+    /// IGMP and group forwarding, when the scenario gives the router `multicast`.
+    multicast: Option<Box<MulticastRouter>>,
     drops: DropLog,
 }
 
@@ -97,6 +100,35 @@ impl Router {
         self.middlebox.as_ref()
     }
 
+    /// Forward multicast with `mc` (without it, packets to a group are dropped as unroutable).
+    pub fn set_multicast(&mut self, mc: MulticastRouter) {
+        self.multicast = Some(Box::new(mc));
+    }
+
+    /// The multicast half, if any.
+    pub fn multicast(&self) -> Option<&MulticastRouter> {
+        self.multicast.as_deref()
+    }
+
+    /// A packet for a multicast group (IGMP included): never routed by destination. It bypasses
+    /// the middlebox, whose mechanisms are all per TCP flow.
+    fn handle_multicast(&mut self, now: Instant, port: PortId, pkt: Packet) {
+        let reason = match self.multicast.as_mut() {
+            Some(mc) => {
+                let d = Dropped::of(&pkt, DropReason::NoRoute);
+                mc.handle_packet(now, port, pkt)
+                    .map(|r| Dropped { reason: r, ..d })
+            }
+            None => {
+                self.stats.no_route += 1;
+                Some(Dropped::of(&pkt, DropReason::NoRoute))
+            }
+        };
+        if let Some(d) = reason {
+            self.drops.push(d);
+        }
+    }
+
     fn route(&mut self, pkt: &Packet) -> Option<PortId> {
         let h = pkt.header();
         let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
@@ -111,7 +143,7 @@ impl Router {
 
 /// Decrement the TTL and patch the header checksum incrementally (RFC 1624); the TTL is the
 /// high byte of its 16-bit word. False when the TTL is exhausted.
-fn decrement_ttl(h: &mut [u8]) -> bool {
+pub(crate) fn decrement_ttl(h: &mut [u8]) -> bool {
     if h[8] <= 1 {
         return false;
     }
@@ -131,6 +163,10 @@ impl Node for Router {
             self.drops.push(Dropped::of(&pkt, DropReason::Malformed));
             return;
         }
+        if h[16] & 0xf0 == 0xe0 {
+            self.handle_multicast(now, port, pkt);
+            return;
+        }
         if !decrement_ttl(h) {
             self.stats.ttl_expired += 1;
             self.drops.push(Dropped::of(&pkt, DropReason::TtlExpired));
@@ -148,6 +184,11 @@ impl Node for Router {
     }
 
     fn handle_timeout(&mut self, now: Instant) {
+        if let Some(mc) = self.multicast.as_mut() {
+            if mc.poll_timeout().is_some_and(|t| t <= now) {
+                mc.handle_timeout(now);
+            }
+        }
         if let Some(mb) = self.middlebox.as_mut() {
             mb.handle_timeout(now);
         }
@@ -155,6 +196,10 @@ impl Node for Router {
 
     fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         if let Some(tx) = self.out.pop_front() {
+            return Some(tx);
+        }
+        if let Some(tx) = self.multicast.as_mut().and_then(|mc| mc.poll_transmit()) {
+            self.stats.forwarded += 1;
             return Some(tx);
         }
         loop {
@@ -172,7 +217,11 @@ impl Node for Router {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.middlebox.as_ref().and_then(Node::poll_timeout)
+        let mb = self.middlebox.as_ref().and_then(Node::poll_timeout);
+        match (mb, self.multicast.as_ref().and_then(|mc| mc.poll_timeout())) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn poll_drop(&mut self) -> Option<Dropped> {

@@ -13,6 +13,7 @@
 pub mod checksum;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
+pub mod igmp;
 pub mod ipip;
 mod ipv4;
 mod seq;
