@@ -789,6 +789,8 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
             flows: Vec::new(),
             links,
             middleboxes: engine.network().middlebox_summaries(),
+            multicast_routers: engine.network().multicast_router_summaries(),
+            groups: Vec::new(),
         },
         lateness: all.stats(),
         link_lateness,

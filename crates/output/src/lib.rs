@@ -34,8 +34,8 @@ pub use pcap::{CaptureInterface, PcapTrace};
 pub use plot::{plot_dir, plot_dirs, PlotError};
 pub use series::{FlowSample, LinkSample, SeriesWriter};
 pub use summary::{
-    goodput_bps, write_run_json, FlowSummary, LegSummary, LinkSummary, MiddleboxSummary, RunStatus,
-    Summary,
+    goodput_bps, write_run_json, FlowSummary, GroupSummary, LegSummary, LinkSummary,
+    MiddleboxSummary, MulticastRouterSummary, RunStatus, Summary,
 };
 pub use sweep::{SweepRow, SweepWriter};
 pub use sweep_stats::{group_by_seed, Stat, SweepGroup};

@@ -45,6 +45,42 @@ pub struct Summary {
     /// such runs keep the bytes they had before this section existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub middleboxes: Vec<MiddleboxSummary>,
+    /// One entry per router with `multicast`, in scenario order: its IGMP and forwarding
+    /// counters. Absent without multicast.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub multicast_routers: Vec<MulticastRouterSummary>,
+    /// One entry per (host, group) of every host's `groups`, in scenario order: what the host
+    /// received of the group while a member. Absent without groups.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupSummary>,
+}
+
+/// A multicast router's counters at the end of a run.
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+pub struct MulticastRouterSummary {
+    /// The router (scenario node name).
+    pub node: String,
+    /// Every counter by name (packets; see `MulticastStats::counters`).
+    pub counters: BTreeMap<String, u64>,
+}
+
+/// What one host received of one multicast group.
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+pub struct GroupSummary {
+    /// The host (scenario node name).
+    pub node: String,
+    /// The group address.
+    pub group: String,
+    /// Packets received while a member.
+    pub packets: u64,
+    /// Their payload bytes.
+    pub bytes: u64,
+    /// Arrival of the first (s), if any.
+    #[serde(serialize_with = "opt_dec9")]
+    pub first_s: Option<f64>,
+    /// Arrival of the last (s), if any.
+    #[serde(serialize_with = "opt_dec9")]
+    pub last_s: Option<f64>,
 }
 
 /// How a run ended.
@@ -368,6 +404,8 @@ pub(crate) mod tests {
                 mean_queue_bytes: 18_375.0,
             }],
             middleboxes: Vec::new(),
+            multicast_routers: Vec::new(),
+            groups: Vec::new(),
         }
     }
 

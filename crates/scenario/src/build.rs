@@ -15,6 +15,7 @@ use satpep_proto::link::LinkConfig;
 use satpep_proto::middlebox::MiddleboxConfig;
 use satpep_proto::net::Ipv4Prefix;
 use satpep_proto::tcp::TcpConfig;
+use satpep_proto::wire::igmp;
 use satpep_proto::{Bitrate, Duration};
 use serde::de::DeserializeOwned;
 use toml::{Table, Value};
@@ -23,7 +24,9 @@ use crate::error::ScenarioError;
 use crate::keys::{join, join_index, KeyPath, Seg, Sources};
 use crate::names;
 use crate::routes::{self, Routes, RoutesError, TraceError};
-use crate::spec::{AppSpec, FlowSpec, LinkSpec, NodeKind, NodeSpec, OutputSpec, Scenario};
+use crate::spec::{
+    AppSpec, FlowSpec, GroupSpec, LinkSpec, MulticastSpec, NodeKind, NodeSpec, OutputSpec, Scenario,
+};
 
 mod dama;
 mod expand;
@@ -52,7 +55,16 @@ const ROOT_KEYS: &[&str] = &[
     "sweep",
 ];
 const DEFAULTS_KEYS: &[&str] = &["tcp", "link"];
-const NODE_KEYS: &[&str] = &["name", "kind", "address", "middlebox", "subnets", "netns"];
+const NODE_KEYS: &[&str] = &[
+    "name",
+    "kind",
+    "address",
+    "middlebox",
+    "subnets",
+    "netns",
+    "multicast",
+    "groups",
+];
 const LINK_OWN_KEYS: &[&str] = &["name", "from", "to"];
 const ROUTE_KEYS: &[&str] = &["node", "dst", "link"];
 const FLOW_KEYS: &[&str] = &[
@@ -113,6 +125,7 @@ impl<'s> Builder<'s, '_> {
         let mut links = self.links(&nodes)?;
         let dama = self.dama(&nodes, &mut links)?;
         let link_index = index_by_name(links.iter().map(|l| l.name.as_str()));
+        self.check_multicast(&nodes, &links, &link_index)?;
         let routes = self.routes(&nodes, &links, &link_index)?;
         let flows = self.flows(&nodes, &links, &routes, &default_tcp, duration)?;
         let output = self.output(&links, &link_index)?;
@@ -244,6 +257,20 @@ impl<'s> Builder<'s, '_> {
                     Some(ns)
                 }
             };
+            let multicast = match self.get::<MulticastSpec>(t, &path, "multicast")? {
+                None => None,
+                Some(mc) => {
+                    let mc_path = join(&path, "multicast");
+                    if kind != NodeKind::Router {
+                        return Err(self.err(&mc_path, "multicast needs `kind = \"router\"`"));
+                    }
+                    mc.igmp
+                        .validate()
+                        .map_err(|msg| self.err(&join(&mc_path, "igmp"), msg))?;
+                    Some(mc)
+                }
+            };
+            let groups = self.groups(t, &path, kind)?;
             nodes.push(NodeSpec {
                 name,
                 kind,
@@ -251,6 +278,8 @@ impl<'s> Builder<'s, '_> {
                 middlebox,
                 subnets,
                 netns,
+                multicast,
+                groups,
             });
         }
         let mut seen: HashMap<Ipv4Addr, usize> = HashMap::new();
@@ -278,6 +307,103 @@ impl<'s> Builder<'s, '_> {
             specs: nodes,
             index,
         })
+    }
+
+    /// A host's `groups`: each a multicast group outside the link-local block, left after it
+    /// was joined.
+    fn groups(&self, t: &Table, path: &[Seg], kind: NodeKind) -> Result<Vec<GroupSpec>> {
+        let Some(groups) = self.get::<Vec<GroupSpec>>(t, path, "groups")? else {
+            return Ok(Vec::new());
+        };
+        let path = join(path, "groups");
+        if kind != NodeKind::Host {
+            return Err(self.err(&path, "groups are joined by hosts (`kind = \"host\"`)"));
+        }
+        for (j, g) in groups.iter().enumerate() {
+            let at = join_index(&path, j);
+            if !igmp::is_multicast(g.group) || igmp::is_link_local_multicast(g.group) {
+                return Err(self.err(
+                    &join(&at, "group"),
+                    format!(
+                        "{} is not a group a host can join: use a multicast address in \
+                         224.0.1.0–239.255.255.255 (224.0.0.0/24 is link-local)",
+                        g.group
+                    ),
+                ));
+            }
+            if g.leave.is_some_and(|l| l <= g.join) {
+                return Err(self.err(&join(&at, "leave"), "a host leaves after it joins"));
+            }
+        }
+        Ok(groups)
+    }
+
+    /// Every link a router's `multicast` names exists and starts (`downstream`, `upstream`,
+    /// the values of `reports_via`) or ends (the keys of `reports_via`) at that router.
+    fn check_multicast(
+        &self,
+        nodes: &[NodeSpec],
+        links: &[LinkSpec],
+        link_index: &HashMap<&str, usize>,
+    ) -> Result<()> {
+        for (i, n) in nodes.iter().enumerate() {
+            let Some(mc) = &n.multicast else { continue };
+            let path = [
+                key("node"),
+                vec![Seg::Index(i), Seg::Key("multicast".into())],
+            ]
+            .concat();
+            let find = |at: KeyPath, name: &str, leaves: bool| -> Result<usize> {
+                let Some(&l) = link_index.get(name) else {
+                    return Err(self.err(
+                        &at,
+                        unknown_name("link", name, links.iter().map(|l| &l.name)),
+                    ));
+                };
+                let (end, word) = if leaves {
+                    (links[l].from, "leave")
+                } else {
+                    (links[l].to, "arrive at")
+                };
+                if end != i {
+                    return Err(
+                        self.err(&at, format!("link `{name}` does not {word} `{}`", n.name))
+                    );
+                }
+                Ok(l)
+            };
+            if mc.downstream.is_empty() {
+                return Err(self.err(
+                    &join(&path, "downstream"),
+                    "name at least one link toward receivers",
+                ));
+            }
+            let mut down = Vec::new();
+            for (j, name) in mc.downstream.iter().enumerate() {
+                let at = join_index(&join(&path, "downstream"), j);
+                let l = find(at.clone(), name, true)?;
+                if down.contains(&l) {
+                    return Err(self.err(&at, format!("link `{name}` is listed twice")));
+                }
+                down.push(l);
+            }
+            if let Some(up) = &mc.upstream {
+                let at = join(&path, "upstream");
+                let l = find(at.clone(), up, true)?;
+                if down.contains(&l) {
+                    return Err(self.err(&at, format!("link `{up}` is also downstream")));
+                }
+            }
+            for (from, to) in &mc.reports_via {
+                let at = join(&join(&path, "reports_via"), from);
+                find(at.clone(), from, false)?;
+                let l = find(at.clone(), to, true)?;
+                if !down.contains(&l) {
+                    return Err(self.err(&at, format!("link `{to}` is not downstream")));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// A node's `subnets`: an array of IPv4 prefixes, on hosts only.

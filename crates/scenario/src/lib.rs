@@ -28,7 +28,8 @@ use toml::{Table, Value};
 
 pub use error::{Diagnostic, ScenarioError};
 pub use spec::{
-    AppSpec, DamaSpec, FlowSpec, LinkSpec, NodeKind, NodeSpec, OutputSpec, Scenario, SweepPoint,
+    AppSpec, DamaSpec, FlowSpec, GroupSpec, LinkSpec, MulticastSpec, NodeKind, NodeSpec,
+    OutputSpec, Scenario, SweepPoint,
 };
 
 pub use build::{MAX_ELEMENTS, MAX_NODES, MAX_SERIES_ROWS, MAX_TRACE_BYTES};

@@ -619,6 +619,8 @@ mod tests {
             middlebox: None,
             subnets,
             netns: None,
+            multicast: None,
+            groups: Vec::new(),
         }
     }
 

@@ -4,11 +4,13 @@
 //! `Scenario::nodes`), every default is filled in, and every cross-reference has been checked,
 //! so a driver can index without checking.
 
+use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 use satpep_proto::dama::DamaConfig;
 use satpep_proto::link::LinkConfig;
 use satpep_proto::middlebox::MiddleboxConfig;
+use satpep_proto::net::igmp::IgmpTimers;
 use satpep_proto::net::Ipv4Prefix;
 use satpep_proto::tcp::TcpConfig;
 use satpep_proto::{ByteSize, Duration};
@@ -79,6 +81,51 @@ pub struct NodeSpec {
     /// one (hosts only; one host per namespace). Ignored by `sim`. Default: none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub netns: Option<String>,
+    /// IGMP and multicast forwarding (routers only). Default: none (packets to a group are
+    /// dropped as unroutable).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub multicast: Option<MulticastSpec>,
+    /// Multicast groups this host joins and leaves (hosts only). Default: none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupSpec>,
+}
+
+/// A router's multicast (`multicast = { … }`): where it queries and forwards, and where it
+/// reports upstream. Links are named as in the file; the loader checks that they start or
+/// end at this router.
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MulticastSpec {
+    /// Links leaving this router toward receivers: IGMP querier there; group traffic is
+    /// forwarded on each one with members.
+    pub downstream: Vec<String>,
+    /// A link leaving this router on which it reports its receivers' groups as an IGMP proxy
+    /// (RFC 4605), e.g. a terminal's terrestrial return link. Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
+    /// Incoming link → downstream link: reports arriving over the first count for the second
+    /// (RFC 3077 unidirectional link routing: joins from a satellite's receivers come back
+    /// over the terrestrial path). By default a downstream link's reverse link (the link from
+    /// its far end back to this router) carries its reports.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reports_via: BTreeMap<String, String>,
+    /// IGMP timers (RFC 2236 §8). Default: the RFC's values.
+    #[serde(default)]
+    pub igmp: IgmpTimers,
+}
+
+/// One stay of a host in a multicast group.
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupSpec {
+    /// The group: a multicast address outside 224.0.0.0/24.
+    pub group: Ipv4Addr,
+    /// When the host joins. Default 0.
+    #[serde(default)]
+    pub join: Duration,
+    /// When it leaves. Default: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leave: Option<Duration>,
 }
 
 /// One simplex link.
@@ -242,6 +289,12 @@ impl Scenario {
             }
             if let Some(ns) = &n.netns {
                 e.insert("netns".into(), ns.clone().into());
+            }
+            if let Some(mc) = &n.multicast {
+                e.insert("multicast".into(), to_value(mc));
+            }
+            if !n.groups.is_empty() {
+                e.insert("groups".into(), to_value(&n.groups));
             }
             Value::Table(e)
         });

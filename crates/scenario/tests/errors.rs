@@ -733,3 +733,142 @@ fn a_bad_to_tcp_key_is_blamed_on_to_tcp() {
     let e = err(&format!("{MINI}to_tcp = {{ nope = 1 }}\n"), &[]);
     check(&e, 19, "flow.flow1.to_tcp.nope", "");
 }
+
+/// A source, a router and two receivers, each joined both ways; `r_keys` go into the router
+/// (line 6 is its first key line), `h_keys` into receiver h1 (line 8).
+fn multicast_net(r_keys: &str, h_keys: &str) -> String {
+    format!(
+        r#"[[node]]
+name = "src"
+[[node]]
+name = "r"
+kind = "router"
+{r_keys}[[node]]
+name = "h1"
+{h_keys}[[node]]
+name = "h2"
+[[link]]
+name = "src-r"
+from = "src"
+to = "r"
+[[link]]
+name = "r-src"
+from = "r"
+to = "src"
+[[link]]
+name = "r-h1"
+from = "r"
+to = "h1"
+[[link]]
+name = "h1-r"
+from = "h1"
+to = "r"
+[[link]]
+name = "r-h2"
+from = "r"
+to = "h2"
+[[link]]
+name = "h2-r"
+from = "h2"
+to = "r"
+"#
+    )
+}
+
+#[test]
+fn multicast_and_groups_are_checked_where_they_are_written() {
+    let ok = multicast_net(
+        "multicast = { downstream = [\"r-h1\", \"r-h2\"], upstream = \"r-src\", \
+         reports_via = { src-r = \"r-h1\" }, igmp = { query_interval = \"60s\" } }\n",
+        "groups = [{ group = \"239.1.1.1\", join = \"5s\", leave = \"20s\" }, \
+         { group = \"239.1.1.2\" }]\n",
+    );
+    let l = load_str(&ok, "geo.toml", &[]).unwrap();
+    let mc = l.scenario.nodes[1]
+        .multicast
+        .as_ref()
+        .expect("router multicast");
+    assert_eq!(mc.downstream, ["r-h1", "r-h2"]);
+    assert_eq!(
+        mc.igmp.query_interval,
+        satpep_proto::Duration::from_secs(60)
+    );
+    assert_eq!(mc.igmp.robustness, 2, "RFC 2236 default kept");
+    let g = &l.scenario.nodes[2].groups;
+    assert_eq!(g.len(), 2);
+    assert_eq!(g[0].leave, Some(satpep_proto::Duration::from_secs(20)));
+    assert_eq!(
+        (g[1].join, g[1].leave),
+        (satpep_proto::Duration::ZERO, None)
+    );
+    // Written back for run.json, and read again to the same scenario.
+    let again = load_str(&toml::to_string(&l.resolved).unwrap(), "geo.toml", &[]).unwrap();
+    assert_eq!(again.scenario, l.scenario);
+
+    let mc = |keys: &str| multicast_net(&format!("multicast = {{ {keys} }}\n"), "");
+    let e = err(&mc("downstream = [\"r-h1\", \"r-h3\"]"), &[]);
+    check(
+        &e,
+        6,
+        "node.r.multicast.downstream.1",
+        "unknown link `r-h3`",
+    );
+    let e = err(&mc("downstream = [\"h1-r\"]"), &[]);
+    check(&e, 6, "node.r.multicast.downstream.0", "does not leave `r`");
+    let e = err(&mc("downstream = [\"r-h1\", \"r-h1\"]"), &[]);
+    check(&e, 6, "node.r.multicast.downstream.1", "listed twice");
+    let e = err(&mc("downstream = []"), &[]);
+    check(&e, 6, "node.r.multicast.downstream", "at least one link");
+    let e = err(&mc("downstream = [\"r-h1\"], upstream = \"r-h1\""), &[]);
+    check(&e, 6, "node.r.multicast.upstream", "also downstream");
+    let e = err(
+        &mc("downstream = [\"r-h1\"], reports_via = { r-src = \"r-h1\" }"),
+        &[],
+    );
+    check(
+        &e,
+        6,
+        "node.r.multicast.reports_via.r-src",
+        "does not arrive at `r`",
+    );
+    let e = err(
+        &mc("downstream = [\"r-h1\"], reports_via = { h2-r = \"r-h2\" }"),
+        &[],
+    );
+    check(
+        &e,
+        6,
+        "node.r.multicast.reports_via.h2-r",
+        "`r-h2` is not downstream",
+    );
+    let e = err(
+        &mc("downstream = [\"r-h1\"], igmp = { robustness = 0 }"),
+        &[],
+    );
+    check(&e, 6, "node.r.multicast.igmp", "robustness");
+    let e = err(&mc("downstream = [\"r-h1\"], querier = true"), &[]);
+    check(&e, 6, "node.r.multicast.querier", "unknown field");
+    let e = err(
+        &multicast_net("", "multicast = { downstream = [\"h1-r\"] }\n"),
+        &[],
+    );
+    check(&e, 8, "node.h1.multicast", "kind = \"router\"");
+
+    let g = |keys: &str| multicast_net("", &format!("groups = [{{ {keys} }}]\n"));
+    let e = err(&g("group = \"10.0.0.1\""), &[]);
+    check(&e, 8, "node.h1.groups.0.group", "not a group");
+    let e = err(&g("group = \"224.0.0.5\""), &[]);
+    check(&e, 8, "node.h1.groups.0.group", "link-local");
+    let e = err(
+        &g("group = \"239.1.1.1\", join = \"5s\", leave = \"5s\""),
+        &[],
+    );
+    check(&e, 8, "node.h1.groups.0.leave", "leaves after it joins");
+    let e = err(&g("group = \"239.1.1.1\", at = \"5s\""), &[]);
+    check(&e, 8, "node.h1.groups.0.at", "unknown field");
+    let e = err(
+        &multicast_net("groups = [{ group = \"239.1.1.1\" }]\n", ""),
+        &[],
+    );
+    check(&e, 6, "node.r.groups", "joined by hosts");
+}

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use satpep_output::{
-    FlowSample, FlowSummary, LegSummary, LinkSample, LinkSummary, MiddleboxSummary, RunStatus,
-    SeriesWriter, Summary,
+    FlowSample, FlowSummary, GroupSummary, LegSummary, LinkSample, LinkSummary, MiddleboxSummary,
+    MulticastRouterSummary, RunStatus, SeriesWriter, Summary,
 };
 use satpep_proto::dama::DamaLink;
 use satpep_proto::link::{Link, LinkStats};
@@ -21,7 +21,79 @@ use satpep_scenario::{NodeKind, Scenario};
 use crate::apps::apps_for;
 use crate::capture::Captures;
 use crate::engine::{flush, Event, EventQueue, NodeId};
+use satpep_proto::net::igmp::IgmpTimers;
+use satpep_proto::net::multicast::{GroupMembership, HostGroups, MulticastPorts, MulticastRouter};
 use satpep_proto::net::{ExternalHost, Host, Role, Router};
+
+/// Give routers with `multicast` their IGMP querier, proxy and forwarding, in their own port
+/// numbers, and hosts with `groups` their schedule. Link names were checked by the loader.
+fn multicast_setup(
+    scenario: &Scenario,
+    nodes: &mut [SimNode],
+    link_port: &[PortId],
+    link_node: &[NodeId],
+    wires: &[Vec<(NodeId, PortId)>],
+    dama_of_link: &[Option<(usize, usize)>],
+) {
+    let links = &scenario.links;
+    let by_name = |name: &str| links.iter().position(|l| l.name == name);
+    // The arrival port of link l at its far end (DAMA return links share one node: none).
+    let in_port = |l: usize| (dama_of_link[l].is_none()).then(|| wires[link_node[l]][0].1);
+    for (i, spec) in scenario.nodes.iter().enumerate() {
+        if let (Some(mc), SimNode::Router(r)) = (&spec.multicast, &mut nodes[i]) {
+            let downstream: Vec<usize> = mc.downstream.iter().filter_map(|n| by_name(n)).collect();
+            let n_in = (0..links.len())
+                .filter(|&l| links[l].to == i)
+                .filter_map(in_port)
+                .map(|p| usize::from(p.0) + 1)
+                .max()
+                .unwrap_or(0);
+            let mut report_port = vec![None; n_in];
+            let mut back_port = vec![None; n_in];
+            for (l, link) in links.iter().enumerate() {
+                let Some(p) = in_port(l).filter(|_| link.to == i) else {
+                    continue;
+                };
+                // The first link back to the neighbour this one comes from.
+                let back =
+                    (0..links.len()).find(|&b| links[b].from == i && links[b].to == link.from);
+                back_port[usize::from(p.0)] = back.map(|b| link_port[b]);
+                if let Some(b) = back.filter(|b| downstream.contains(b)) {
+                    report_port[usize::from(p.0)] = Some(link_port[b]);
+                }
+            }
+            for (from, to) in &mc.reports_via {
+                if let (Some(p), Some(d)) = (by_name(from).and_then(in_port), by_name(to)) {
+                    report_port[usize::from(p.0)] = Some(link_port[d]);
+                }
+            }
+            let ports = MulticastPorts {
+                address: spec.address,
+                downstream: downstream.iter().map(|&l| link_port[l]).collect(),
+                upstream: mc
+                    .upstream
+                    .as_deref()
+                    .and_then(by_name)
+                    .map(|l| link_port[l]),
+                report_port,
+                back_port,
+            };
+            let rng = Rng::for_component(scenario.seed, &format!("igmp:{}", spec.name));
+            r.set_multicast(MulticastRouter::new(ports, mc.igmp, rng));
+        }
+        if let (false, SimNode::Host(h)) = (spec.groups.is_empty(), &mut nodes[i]) {
+            let stays: Vec<GroupMembership> = (spec.groups.iter())
+                .map(|g| GroupMembership {
+                    group: g.group,
+                    join: Instant::ZERO + g.join,
+                    leave: g.leave.map(|l| Instant::ZERO + l),
+                })
+                .collect();
+            let rng = Rng::for_component(scenario.seed, &format!("igmp:{}", spec.name));
+            h.set_groups(HostGroups::new(&stays, IgmpTimers::default(), rng));
+        }
+    }
+}
 
 /// A node of the simulated network (enum dispatch keeps the hot loop free of `dyn`).
 #[allow(clippy::large_enum_variant)]
@@ -405,6 +477,14 @@ impl Simulation {
                 SimNode::Link(_) | SimNode::Dama(_) => {}
             }
         }
+        multicast_setup(
+            scenario,
+            &mut nodes,
+            &link_port,
+            &link_node,
+            &wires,
+            &dama_of_link,
+        );
         let mut flows = Vec::new();
         let modelled_flows = if external {
             &[][..]
@@ -1129,7 +1209,44 @@ impl Simulation {
             flows,
             links,
             middleboxes: self.middlebox_summaries(),
+            multicast_routers: self.multicast_router_summaries(),
+            groups: self.group_summaries(),
         }
+    }
+
+    /// Every multicast router's counters, in scenario order (the emulator reports the same).
+    pub fn multicast_router_summaries(&self) -> Vec<MulticastRouterSummary> {
+        (self.scenario.nodes.iter().zip(&self.nodes))
+            .filter_map(|(spec, n)| match n {
+                SimNode::Router(r) => r.multicast().map(|mc| MulticastRouterSummary {
+                    node: spec.name.clone(),
+                    counters: (mc.stats().counters().into_iter())
+                        .map(|(k, v)| (k.to_owned(), v))
+                        .collect(),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// What each host with `groups` received, per group, in scenario order.
+    fn group_summaries(&self) -> Vec<GroupSummary> {
+        let mut out = Vec::new();
+        for (spec, n) in self.scenario.nodes.iter().zip(&self.nodes) {
+            let SimNode::Host(h) = n else { continue };
+            let Some(g) = h.groups() else { continue };
+            for (group, r) in g.received() {
+                out.push(GroupSummary {
+                    node: spec.name.clone(),
+                    group: group.to_string(),
+                    packets: r.packets,
+                    bytes: r.bytes,
+                    first_s: r.first.map(Instant::as_secs_f64),
+                    last_s: r.last.map(Instant::as_secs_f64),
+                });
+            }
+        }
+        out
     }
 
     /// Every router's middlebox counters now, in scenario order (summary.json's
