@@ -387,6 +387,12 @@ impl<'s> Builder<'s, '_> {
                 }
                 down.push(l);
             }
+            if mc.broadcast && (mc.upstream.is_some() || !mc.reports_via.is_empty()) {
+                return Err(self.err(
+                    &join(&path, "broadcast"),
+                    "a broadcast medium only repeats: it has no `upstream` or `reports_via`",
+                ));
+            }
             if let Some(up) = &mc.upstream {
                 let at = join(&path, "upstream");
                 let l = find(at.clone(), up, true)?;

@@ -112,6 +112,12 @@ pub struct MulticastSpec {
     /// IGMP timers (RFC 2236 §8). Default: the RFC's values.
     #[serde(default)]
     pub igmp: IgmpTimers,
+    /// The router stands for a broadcast medium such as a satellite beam: every multicast
+    /// packet, IGMP included, is repeated unchanged on every downstream link (every receiver
+    /// in the footprint hears the channel and filters for itself); no querier, no upstream.
+    /// Default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub broadcast: bool,
 }
 
 /// One stay of a host in a multicast group.

@@ -77,6 +77,7 @@ fn multicast_setup(
                     .map(|l| link_port[l]),
                 report_port,
                 back_port,
+                broadcast: mc.broadcast,
             };
             let rng = Rng::for_component(scenario.seed, &format!("igmp:{}", spec.name));
             r.set_multicast(MulticastRouter::new(ports, mc.igmp, rng));

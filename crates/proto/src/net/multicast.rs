@@ -45,6 +45,10 @@ pub struct MulticastPorts {
     /// Per arrival port: the outgoing port back to the same neighbour, never used for a copy
     /// of what came from it.
     pub back_port: Vec<Option<PortId>>,
+    /// The router stands for a broadcast medium (a satellite beam): every multicast packet,
+    /// IGMP included, is repeated unchanged (TTL kept) on every downstream port, as every
+    /// receiver in the footprint hears the channel; no IGMP of its own.
+    pub broadcast: bool,
 }
 
 impl MulticastPorts {
@@ -132,8 +136,15 @@ impl MulticastRouter {
     /// A multicast router on `ports`, querying from time zero; `rng` draws the proxy's report
     /// delays.
     pub fn new(ports: MulticastPorts, timers: IgmpTimers, rng: Rng) -> Self {
-        let querier = Querier::new(timers, ports.downstream.clone(), Instant::ZERO);
-        let upstream = ports.upstream.map(|_| Member::new(timers, rng));
+        let querying = if ports.broadcast {
+            Vec::new()
+        } else {
+            ports.downstream.clone()
+        };
+        let querier = Querier::new(timers, querying, Instant::ZERO);
+        let upstream = (ports.upstream)
+            .filter(|_| !ports.broadcast)
+            .map(|_| Member::new(timers, rng));
         Self {
             ports,
             querier,
@@ -153,6 +164,9 @@ impl MulticastRouter {
         arrival: PortId,
         mut pkt: Packet,
     ) -> Option<DropReason> {
+        if self.ports.broadcast {
+            return self.repeat(arrival, pkt);
+        }
         let h = pkt.header();
         if h[9] == IPPROTO_IGMP {
             self.handle_igmp(now, arrival, &pkt);
@@ -174,6 +188,24 @@ impl MulticastRouter {
         let ports: Vec<PortId> = (self.querier.member_ports(group))
             .filter(|&p| Some(p) != back)
             .collect();
+        self.send_copies(&ports, pkt)
+    }
+
+    /// A broadcast medium: the packet, as it is, on every downstream port but the way back.
+    fn repeat(&mut self, arrival: PortId, pkt: Packet) -> Option<DropReason> {
+        if pkt.header()[9] == IPPROTO_IGMP {
+            self.stats.igmp_received += 1;
+        } else {
+            self.stats.data_received += 1;
+        }
+        let back = self.ports.back_port(arrival);
+        let ports: Vec<PortId> = (self.ports.downstream.iter().copied())
+            .filter(|&p| Some(p) != back)
+            .collect();
+        self.send_copies(&ports, pkt)
+    }
+
+    fn send_copies(&mut self, ports: &[PortId], pkt: Packet) -> Option<DropReason> {
         let Some((&last, rest)) = ports.split_last() else {
             self.stats.no_members += 1;
             return Some(DropReason::NoRoute);
@@ -469,6 +501,7 @@ mod tests {
             upstream: upstream.then_some(PortId(0)),
             report_port: vec![None, Some(PortId(1)), Some(PortId(2))],
             back_port: vec![Some(PortId(0)), Some(PortId(1)), Some(PortId(2))],
+            broadcast: false,
         }
     }
 
@@ -544,6 +577,51 @@ mod tests {
             (5, 3, 2, 1, 1)
         );
         assert_eq!(s.querier.reports_received, 2);
+    }
+
+    /// A beam repeats every multicast packet, queries and data alike, unchanged on every
+    /// downstream port, members or not, and never queries itself.
+    #[test]
+    fn a_broadcast_medium_repeats_everything_unchanged() {
+        let mut r = MulticastRouter::new(
+            MulticastPorts {
+                broadcast: true,
+                upstream: None,
+                ..ports(false)
+            },
+            IgmpTimers::default(),
+            Rng::new(1, 1),
+        );
+        assert_eq!(r.poll_timeout(), None, "no querier");
+        let query = emit_igmp(
+            SRC,
+            ALL_SYSTEMS,
+            9,
+            &IgmpMessage::Query {
+                group: Ipv4Addr::UNSPECIFIED,
+                max_response: Duration::from_secs(10),
+            },
+        );
+        let want = query.header().to_vec();
+        assert!(r.handle_packet(at(0), PortId(0), query).is_none());
+        assert!(r.handle_packet(at(0), PortId(0), data(G, 64)).is_none());
+        let out = sent(&mut r);
+        let ports: Vec<u16> = out.iter().map(|t| t.port.0).collect();
+        assert_eq!(ports, vec![1, 2, 1, 2]);
+        assert_eq!(
+            out[0].pkt.header(),
+            &want[..],
+            "TTL 1 kept, bytes unchanged"
+        );
+        assert_eq!(out[2].pkt.header()[8], 64);
+        // From a receiver's side: not back to it.
+        r.handle_packet(at(1), PortId(2), data(G, 64));
+        assert_eq!(
+            sent(&mut r).iter().map(|t| t.port.0).collect::<Vec<_>>(),
+            vec![1]
+        );
+        let s = r.stats();
+        assert_eq!((s.igmp_received, s.data_received, s.copies_sent), (1, 2, 5));
     }
 
     #[test]
