@@ -8,9 +8,11 @@ pub mod external;
 pub mod host;
 pub mod prefix;
 pub mod router;
+pub mod udp;
 
 pub use apps::App;
 pub use external::ExternalHost;
 pub use host::{Conn, Host, HostStats, Role};
 pub use prefix::{Ipv4Prefix, PrefixTable};
 pub use router::{Router, RouterStats};
+pub use udp::{CbrSource, UdpSink, UdpSinkStats};
