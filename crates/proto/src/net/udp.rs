@@ -95,6 +95,8 @@ pub struct UdpSinkStats {
     pub lost: u64,
     /// Datagrams whose sequence number was below one already seen.
     pub out_of_order: u64,
+    /// One more than the highest sequence number received (iperf3's packet count).
+    pub expected: u64,
     /// RFC 3550 interarrival jitter, seconds.
     pub jitter_s: f64,
 }
@@ -143,6 +145,7 @@ impl UdpSink {
             bytes: self.bytes,
             lost: self.next_seq.saturating_sub(self.packets),
             out_of_order: self.out_of_order,
+            expected: self.next_seq,
             jitter_s: self.jitter / 1e9,
         }
     }
