@@ -152,7 +152,7 @@ impl EmuOptions {
 pub fn placement(scenario: &Scenario) -> Option<(usize, usize)> {
     if let Some(f) = scenario.flows.first() {
         return Some(match f.app {
-            AppSpec::Bulk { .. } => (f.from, f.to),
+            AppSpec::Bulk { .. } | AppSpec::Udp { .. } => (f.from, f.to),
             _ => (f.to, f.from),
         });
     }

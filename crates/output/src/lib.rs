@@ -32,10 +32,10 @@ pub mod table;
 
 pub use pcap::{CaptureInterface, PcapTrace};
 pub use plot::{plot_dir, plot_dirs, PlotError};
-pub use series::{FlowSample, LinkSample, SeriesWriter};
+pub use series::{FlowSample, LinkSample, SeriesWriter, UdpSample, UdpSeriesWriter};
 pub use summary::{
     goodput_bps, write_run_json, FlowSummary, GroupSummary, LegSummary, LinkSummary,
-    MiddleboxSummary, MulticastRouterSummary, RunStatus, Summary,
+    MiddleboxSummary, MulticastRouterSummary, RunStatus, Summary, UdpSummary,
 };
 pub use sweep::{SweepRow, SweepWriter};
 pub use sweep_stats::{group_by_seed, Stat, SweepGroup};

@@ -164,6 +164,73 @@ impl SeriesWriter {
     }
 }
 
+/// File name of the UDP flows' series (written only when a scenario has UDP flows, so that
+/// the files of TCP-only runs stay as they were).
+pub const UDP_CSV: &str = "udp.csv";
+/// Header row of `udp.csv`.
+pub const UDP_HEADER: &str =
+    "time_s,flow,packets_sent,packets_received,bytes_received,lost_packets,out_of_order,jitter_ms";
+
+/// One sample of a UDP flow's sink (one row of `udp.csv`); its `flows.csv` row carries the
+/// bytes received as `delivered_bytes`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UdpSample {
+    /// When the sample was taken.
+    pub time: Instant,
+    /// Flow name, as in `flows.csv`.
+    pub flow: usize,
+    /// Datagrams the source sent so far.
+    pub packets_sent: u64,
+    /// Datagrams received so far.
+    pub packets_received: u64,
+    /// Payload bytes received so far.
+    pub bytes_received: u64,
+    /// Datagrams missing below the highest sequence number received.
+    pub lost_packets: u64,
+    /// Datagrams received after a higher sequence number.
+    pub out_of_order: u64,
+    /// RFC 3550 interarrival jitter (s).
+    pub jitter_s: f64,
+}
+
+/// Writes `udp.csv`.
+#[derive(Debug)]
+pub struct UdpSeriesWriter {
+    out: BufWriter<File>,
+    names: Vec<String>,
+}
+
+impl UdpSeriesWriter {
+    /// Creates (or truncates) `dir/udp.csv` with its header; `flow_names[i]` names flow `i`.
+    pub fn create(dir: impl AsRef<Path>, flow_names: Vec<String>) -> io::Result<Self> {
+        let mut out = BufWriter::new(File::create(dir.as_ref().join(UDP_CSV))?);
+        writeln!(out, "{UDP_HEADER}")?;
+        let names = flow_names.iter().map(|n| field(n).into_owned()).collect();
+        Ok(Self { out, names })
+    }
+
+    /// Appends one row. Fails if `s.flow` has no name.
+    pub fn write(&mut self, s: &UdpSample) -> io::Result<()> {
+        let name = self
+            .names
+            .get(s.flow)
+            .ok_or_else(|| unknown("flow", s.flow))?;
+        write_secs(&mut self.out, s.time.as_nanos())?;
+        write!(
+            self.out,
+            ",{name},{},{},{},{},{},",
+            s.packets_sent, s.packets_received, s.bytes_received, s.lost_packets, s.out_of_order
+        )?;
+        write_f64(&mut self.out, s.jitter_s * 1e3, 6)?;
+        writeln!(self.out)
+    }
+
+    /// Flushes the file and reports any deferred write error.
+    pub fn finish(mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
 fn unknown(what: &str, index: usize) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidInput,

@@ -142,6 +142,27 @@ pub struct FlowSummary {
     /// end-to-end flow.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub legs: Vec<LegSummary>,
+    /// What the sink of a UDP constant-bit-rate flow measured; absent for TCP flows. For a UDP
+    /// flow `segments_sent` counts datagrams, `bytes_delivered` payload bytes received, and the
+    /// TCP-only fields are 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<UdpSummary>,
+}
+
+/// The receiving end of a UDP flow, as iperf3 reports it.
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+pub struct UdpSummary {
+    /// Datagrams the source sent.
+    pub packets_sent: u64,
+    /// Datagrams the sink received.
+    pub packets_received: u64,
+    /// Datagrams missing below the highest sequence number received (iperf3's "lost").
+    pub lost_packets: u64,
+    /// Datagrams received after a higher sequence number.
+    pub out_of_order: u64,
+    /// RFC 3550 interarrival jitter at the end (ms).
+    #[serde(serialize_with = "dec6")]
+    pub jitter_ms: f64,
 }
 
 /// One relay leg of a split flow: the sender a split-TCP gateway runs toward the listener
@@ -376,6 +397,7 @@ pub(crate) mod tests {
             mean_srtt_ms: Some(561.5),
             max_cwnd_bytes: 262_144,
             legs: Vec::new(),
+            udp: None,
         };
         Summary {
             scenario: "geo".into(),

@@ -1350,6 +1350,23 @@ fn check_app(app: &AppSpec) -> std::result::Result<(), RelError> {
         AppSpec::RequestResponse { count: 0, .. } => {
             Err((key("count"), "count must be at least 1".into()))
         }
+        AppSpec::Udp { rate, .. } if rate.bps() == 0 => {
+            Err((key("rate"), "rate must be above 0".into()))
+        }
+        AppSpec::Udp { packet_size, .. } if !(16..=65_507).contains(&packet_size.bytes()) => Err((
+            key("packet_size"),
+            format!(
+                "packet_size must be 16–65507 bytes (a UDP payload in one IPv4 datagram, with room for the 16-byte stamp), not {}",
+                packet_size.bytes()
+            ),
+        )),
+        AppSpec::Udp {
+            duration: Some(Duration::ZERO),
+            ..
+        } => Err((
+            key("duration"),
+            "duration must be above 0; leave it out to send until the end".into(),
+        )),
         _ => Ok(()),
     }
 }

@@ -13,7 +13,7 @@ use satpep_proto::middlebox::MiddleboxConfig;
 use satpep_proto::net::igmp::IgmpTimers;
 use satpep_proto::net::Ipv4Prefix;
 use satpep_proto::tcp::TcpConfig;
-use satpep_proto::{ByteSize, Duration};
+use satpep_proto::{Bitrate, ByteSize, Duration};
 use serde::{Deserialize, Serialize};
 
 use crate::routes::Routes;
@@ -222,6 +222,25 @@ pub enum AppSpec {
         #[serde(default)]
         think: Duration,
     },
+    /// `from` sends UDP datagrams of `packet_size` payload bytes at a constant `rate` (payload
+    /// bits, as iperf3's `-b`) from `start`, for `duration` or until the end of the run; `to`
+    /// counts them, the lost and the reordered ones, and the RFC 3550 jitter. No TCP: the
+    /// flow's `tcp` keys do not apply.
+    Udp {
+        /// Payload bit rate, above 0.
+        rate: Bitrate,
+        /// UDP payload bytes per datagram, 16–65 507 (the first 16 carry the send time and the
+        /// sequence number). Default: 1472 (a 1500-byte IPv4 packet).
+        #[serde(default = "udp_packet_size")]
+        packet_size: ByteSize,
+        /// How long to send, from the flow's start.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration: Option<Duration>,
+    },
+}
+
+fn udp_packet_size() -> ByteSize {
+    ByteSize(1472)
 }
 
 fn one() -> u32 {

@@ -5,7 +5,8 @@ use satpep_proto::net::App;
 use satpep_proto::Instant;
 use satpep_scenario::AppSpec;
 
-/// Both sides of a flow's application.
+/// Both sides of a flow's application. A UDP flow has no TCP application (the simulator
+/// builds its source and sink itself); it gets two sinks, never used.
 pub fn apps_for(spec: &AppSpec, start: Instant) -> (App, App) {
     match *spec {
         AppSpec::Bulk { bytes, duration } => (
@@ -38,5 +39,6 @@ pub fn apps_for(spec: &AppSpec, start: Instant) -> (App, App) {
                 backlog: 0,
             },
         ),
+        AppSpec::Udp { .. } => (App::Sink, App::Sink),
     }
 }

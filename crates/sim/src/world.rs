@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use satpep_output::{
     FlowSample, FlowSummary, GroupSummary, LegSummary, LinkSample, LinkSummary, MiddleboxSummary,
-    MulticastRouterSummary, RunStatus, SeriesWriter, Summary,
+    MulticastRouterSummary, RunStatus, SeriesWriter, Summary, UdpSample, UdpSeriesWriter,
+    UdpSummary,
 };
 use satpep_proto::dama::DamaLink;
 use satpep_proto::link::{Link, LinkStats};
@@ -16,14 +17,15 @@ use satpep_proto::middlebox::Middlebox;
 use satpep_proto::rand::Rng;
 use satpep_proto::tcp::TcpEndpoint;
 use satpep_proto::{DropReason, Dropped, Duration, Instant, Node, Packet, PortId, Transmit};
-use satpep_scenario::{NodeKind, Scenario};
+use satpep_scenario::{AppSpec, NodeKind, Scenario};
 
 use crate::apps::apps_for;
 use crate::capture::Captures;
 use crate::engine::{flush, Event, EventQueue, NodeId};
+use satpep_proto::net::host::UdpEnd;
 use satpep_proto::net::igmp::IgmpTimers;
 use satpep_proto::net::multicast::{GroupMembership, HostGroups, MulticastPorts, MulticastRouter};
-use satpep_proto::net::{ExternalHost, Host, Role, Router};
+use satpep_proto::net::{CbrSource, ExternalHost, Host, Role, Router, UdpSink, UdpSinkStats};
 
 /// Give routers with `multicast` their IGMP querier, proxy and forwarding, in their own port
 /// numbers, and hosts with `groups` their schedule. Link names were checked by the loader.
@@ -165,11 +167,13 @@ impl Node for SimNode {
     }
 }
 
-/// Where a flow's two connections live.
+/// Where a flow's two connections live: TCP connections (`Host::conns`) or, for a UDP flow,
+/// the source and the sink (`Host::udp`).
 #[derive(Clone, Copy, Debug)]
 struct FlowLoc {
     opener: (NodeId, usize),
     listener: (NodeId, usize),
+    udp: bool,
 }
 
 /// Files a run writes while it runs.
@@ -177,6 +181,7 @@ pub struct Outputs {
     series: Option<SeriesWriter>,
     dama: Option<crate::dama_out::DamaWriter>,
     pcap: Option<Captures>,
+    udp: Option<UdpSeriesWriter>,
 }
 
 impl Outputs {
@@ -203,7 +208,22 @@ impl Outputs {
             None
         };
         let pcap = Captures::create(dir, scenario)?;
-        Ok(Self { series, dama, pcap })
+        let has_udp = scenario
+            .flows
+            .iter()
+            .any(|f| matches!(f.app, AppSpec::Udp { .. }));
+        let udp = if scenario.output.series && has_udp {
+            let names = scenario.flows.iter().map(|f| f.name.clone()).collect();
+            Some(UdpSeriesWriter::create(dir, names)?)
+        } else {
+            None
+        };
+        Ok(Self {
+            series,
+            dama,
+            pcap,
+            udp,
+        })
     }
 }
 
@@ -285,6 +305,8 @@ pub struct Simulation {
     /// For each node, for each arrival port, the scenario link that feeds it.
     in_links: Vec<Vec<Option<usize>>>,
     flows: Vec<FlowLoc>,
+    /// Flows that are TCP connections (UDP flows never complete: see [`Simulation::is_done`]).
+    tcp_flows: usize,
     outputs: Option<Outputs>,
     last_link_bytes: Vec<u64>,
     /// When the series were last sampled: the end of a run samples only if time moved on
@@ -495,6 +517,36 @@ impl Simulation {
         for (i, f) in modelled_flows.iter().enumerate() {
             let start = Instant::ZERO + f.start;
             let (a, b) = (scenario.nodes[f.from].address, scenario.nodes[f.to].address);
+            if let AppSpec::Udp {
+                rate,
+                packet_size,
+                duration,
+            } = f.app
+            {
+                // NOTE(unwrap-free): the loader bounds packet_size to 16–65507.
+                let size = u32::try_from(packet_size.bytes()).unwrap_or(u32::MAX);
+                let src = CbrSource::new(rate, size, start, duration.map(|d| start + d));
+                let oc = add_udp(
+                    &mut nodes[f.from],
+                    i,
+                    f.src_port,
+                    (b, f.dst_port),
+                    UdpEnd::Source(src),
+                );
+                let lc = add_udp(
+                    &mut nodes[f.to],
+                    i,
+                    f.dst_port,
+                    (a, f.src_port),
+                    UdpEnd::Sink(UdpSink::new()),
+                );
+                flows.push(FlowLoc {
+                    opener: (f.from, oc),
+                    listener: (f.to, lc),
+                    udp: true,
+                });
+                continue;
+            }
             let mut rng = Rng::for_component(scenario.seed, &format!("flow:{}", f.name));
             let (opener_app, listener_app) = apps_for(&f.app, start);
             let opener = TcpEndpoint::new(
@@ -528,6 +580,7 @@ impl Simulation {
             flows.push(FlowLoc {
                 opener: (f.from, oc),
                 listener: (f.to, lc),
+                udp: false,
             });
         }
         let n_flows = flows.len();
@@ -536,6 +589,7 @@ impl Simulation {
         let flow_by_ends = flows
             .iter()
             .enumerate()
+            .filter(|(_, loc)| !loc.udp)
             .filter_map(|(i, loc)| match &nodes[loc.opener.0] {
                 SimNode::Host(h) => {
                     let ep = &h.conns()[loc.opener.1].ep;
@@ -565,7 +619,7 @@ impl Simulation {
             folded_at: vec![0; n_total],
             openers_on: {
                 let mut on = vec![Vec::new(); n_total];
-                for (i, loc) in flows.iter().enumerate() {
+                for (i, loc) in flows.iter().enumerate().filter(|(_, l)| !l.udp) {
                     on[loc.opener.0].push(i);
                 }
                 on
@@ -577,6 +631,7 @@ impl Simulation {
             link_node,
             link_index,
             in_links,
+            tcp_flows: flows.iter().filter(|l| !l.udp).count(),
             flows,
             outputs: None,
             done_flows: 0,
@@ -754,9 +809,11 @@ impl Simulation {
         self.link_view(i, now)
     }
 
-    /// Whether every flow's application has finished and the scenario stops then.
+    /// Whether every TCP flow's application has finished and the scenario stops then. UDP
+    /// flows do not count: a constant-bit-rate stream is background that runs to its own stop
+    /// or the end of the run, so a run of UDP flows alone lasts `duration`.
     pub fn is_done(&self) -> bool {
-        self.scenario.stop_when_done && self.done_flows == self.flows.len()
+        self.scenario.stop_when_done && self.tcp_flows > 0 && self.done_flows == self.tcp_flows
     }
 
     /// Process every event up to and including `end`.
@@ -893,6 +950,9 @@ impl Simulation {
             }
         }
         for i in 0..self.flows.len() {
+            if self.flows[i].udp {
+                continue;
+            }
             let ep = &self.conn(self.flows[i].opener).ep;
             let (Some(latest), Some(srtt)) = (ep.rtt().latest(), ep.rtt().srtt()) else {
                 continue;
@@ -918,13 +978,41 @@ impl Simulation {
         }
     }
 
-    /// The opening endpoint of flow `i` (bulk sender, request client).
+    /// The source of UDP flow `i`; `None` for a TCP flow.
+    pub fn udp_source(&self, i: usize) -> Option<&CbrSource> {
+        let loc = self.flows.get(i).filter(|l| l.udp)?;
+        match &self.nodes[loc.opener.0] {
+            SimNode::Host(h) => match &h.udp()[loc.opener.1].end {
+                UdpEnd::Source(s) => Some(s),
+                UdpEnd::Sink(_) => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// What the sink of UDP flow `i` has measured; `None` for a TCP flow.
+    pub fn udp_sink(&self, i: usize) -> Option<UdpSinkStats> {
+        let loc = self.flows.get(i).filter(|l| l.udp)?;
+        match &self.nodes[loc.listener.0] {
+            SimNode::Host(h) => match &h.udp()[loc.listener.1].end {
+                UdpEnd::Sink(k) => Some(k.stats()),
+                UdpEnd::Source(_) => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The opening endpoint of flow `i` (bulk sender, request client). Panics for a UDP flow
+    /// (see [`Self::udp_source`]).
     pub fn opener(&self, i: usize) -> &TcpEndpoint {
+        assert!(!self.flows[i].udp, "flow {i} is a UDP flow");
         &self.conn(self.flows[i].opener).ep
     }
 
-    /// The listening endpoint of flow `i` (bulk sink, response server).
+    /// The listening endpoint of flow `i` (bulk sink, response server). Panics for a UDP flow
+    /// (see [`Self::udp_sink`]).
     pub fn listener(&self, i: usize) -> &TcpEndpoint {
+        assert!(!self.flows[i].udp, "flow {i} is a UDP flow");
         &self.conn(self.flows[i].listener).ep
     }
 
@@ -941,6 +1029,7 @@ impl Simulation {
         for f in 0..self.flows.len() {
             let (host, _) = self.flows[f].opener;
             if host == node
+                && !self.flows[f].udp
                 && self.complete_at[f].is_none()
                 && !self.pending.contains(&f)
                 && self.conn(self.flows[f].opener).done_at.is_some()
@@ -1028,10 +1117,24 @@ impl Simulation {
             return;
         }
         let mut rows = Vec::with_capacity(self.flows.len() + leg_rows.len());
+        let mut udp_rows = Vec::new();
         for i in 0..self.flows.len() {
             let loc = self.flows[i];
+            if loc.udp {
+                let (row, udp) = self.udp_sample(now, i);
+                rows.push(row);
+                udp_rows.push(udp);
+                continue;
+            }
             let (ep, rx) = (&self.conn(loc.opener).ep, &self.conn(loc.listener).ep);
             rows.push(sender_sample(now, i, ep, rx.bytes_delivered()));
+        }
+        if let Some(w) = self.outputs.as_mut().and_then(|o| o.udp.as_mut()) {
+            for r in &udp_rows {
+                if let Err(e) = w.write(r) {
+                    self.io_error.get_or_insert(e);
+                }
+            }
         }
         rows.extend(leg_rows);
         let interval = match since {
@@ -1069,6 +1172,40 @@ impl Simulation {
                 self.io_error.get_or_insert(e);
             }
         }
+    }
+
+    /// UDP flow `i`'s `flows.csv` row (bytes sent as `snd_nxt`, received as `delivered`, the
+    /// TCP state empty) and its `udp.csv` row.
+    fn udp_sample(&self, now: Instant, i: usize) -> (FlowSample, UdpSample) {
+        let (sent, sent_bytes) = self
+            .udp_source(i)
+            .map_or((0, 0), |s| (s.packets_sent(), s.bytes_sent()));
+        let k = self.udp_sink(i).unwrap_or_default();
+        let row = FlowSample {
+            time: now,
+            flow: i,
+            cwnd: 0,
+            ssthresh: None,
+            srtt: None,
+            rto: Duration::ZERO,
+            rwnd: 0,
+            bytes_in_flight: 0,
+            snd_una: 0,
+            snd_nxt: sent_bytes,
+            delivered: k.bytes,
+            retransmissions: 0,
+        };
+        let udp = UdpSample {
+            time: now,
+            flow: i,
+            packets_sent: sent,
+            packets_received: k.packets,
+            bytes_received: k.bytes,
+            lost_packets: k.lost,
+            out_of_order: k.out_of_order,
+            jitter_s: k.jitter_s,
+        };
+        (row, udp)
     }
 
     /// Records every split flow's relay leg (for the summary) and returns its flows.csv rows,
@@ -1143,6 +1280,9 @@ impl Simulation {
             .take(self.flows.len())
             .enumerate()
             .map(|(i, f)| {
+                if self.flows[i].udp {
+                    return self.udp_summary(i, now);
+                }
                 let ep = self.opener(i);
                 let rx = self.listener(i);
                 let st = ep.stats();
@@ -1170,6 +1310,7 @@ impl Simulation {
                     mean_srtt_ms: ep.rtt().mean().map(|d| d.as_secs_f64() * 1e3),
                     max_cwnd_bytes: self.max_cwnd[i].max(ep.cwnd()),
                     legs: self.legs_of(i),
+                    udp: None,
                 }
             })
             .collect();
@@ -1250,6 +1391,49 @@ impl Simulation {
         out
     }
 
+    /// UDP flow `i`'s summary: goodput is payload bytes received over the sending time (from
+    /// `start` to its stop or the end of the run), as iperf3 reports it.
+    fn udp_summary(&self, i: usize, now: Instant) -> FlowSummary {
+        let sc = &self.scenario;
+        let f = &sc.flows[i];
+        let start = Instant::ZERO + f.start;
+        let until = match f.app {
+            AppSpec::Udp {
+                duration: Some(d), ..
+            } => now.min(start + d),
+            _ => now,
+        };
+        let k = self.udp_sink(i).unwrap_or_default();
+        let sent = self.udp_source(i).map_or(0, CbrSource::packets_sent);
+        FlowSummary {
+            name: f.name.clone(),
+            from: sc.nodes[f.from].name.clone(),
+            to: sc.nodes[f.to].name.clone(),
+            cc: "udp".into(),
+            recovery: "none".into(),
+            start_s: f.start.as_secs_f64(),
+            completion_time_s: None,
+            bytes_acked: 0,
+            bytes_delivered: k.bytes,
+            goodput_bps: satpep_output::goodput_bps(k.bytes, start, until),
+            segments_sent: sent,
+            retransmissions: 0,
+            fast_retransmits: 0,
+            rto_expirations: 0,
+            dup_acks: 0,
+            mean_srtt_ms: None,
+            max_cwnd_bytes: 0,
+            legs: Vec::new(),
+            udp: Some(UdpSummary {
+                packets_sent: sent,
+                packets_received: k.packets,
+                lost_packets: k.lost,
+                out_of_order: k.out_of_order,
+                jitter_ms: k.jitter_s * 1e3,
+            }),
+        }
+    }
+
     /// Every router's middlebox counters now, in scenario order (summary.json's
     /// `middleboxes`; the emulator reports the same).
     pub fn middlebox_summaries(&self) -> Vec<MiddleboxSummary> {
@@ -1275,6 +1459,9 @@ impl Simulation {
             if let Some(mut p) = out.pcap {
                 p.flush()?;
             }
+            if let Some(u) = out.udp {
+                u.finish()?;
+            }
         }
         if let Some(e) = self.io_error.take() {
             return Err(e);
@@ -1298,6 +1485,20 @@ fn add_conn(
 ) -> usize {
     match node {
         SimNode::Host(h) => h.add_conn(flow, role, ep, app, start),
+        // The scenario loader rejects flows on routers.
+        _ => usize::MAX,
+    }
+}
+
+fn add_udp(
+    node: &mut SimNode,
+    flow: usize,
+    local_port: u16,
+    remote: (Ipv4Addr, u16),
+    end: UdpEnd,
+) -> usize {
+    match node {
+        SimNode::Host(h) => h.add_udp(flow, local_port, remote, end),
         // The scenario loader rejects flows on routers.
         _ => usize::MAX,
     }

@@ -1,11 +1,15 @@
-//! A host: TCP endpoints with their applications, behind one IP address.
+//! A host: TCP endpoints with their applications, and UDP constant-bit-rate sources and sinks,
+//! behind one IP address.
 
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::net::Ipv4Addr;
 
 use crate::tcp::TcpEndpoint;
-use crate::wire::{emit_ipv4_tcp, parse_packet, Ipv4Repr};
+use crate::wire::{
+    emit_ipv4_tcp, emit_ipv4_udp, ipv4_udp, parse_packet, parse_udp_packet, Ipv4Repr, UdpRepr,
+    IPPROTO_UDP, UDP_STAMP_LEN,
+};
 use crate::{Instant, Node, Packet, PortId, Transmit};
 
 use super::apps::App;
@@ -13,6 +17,7 @@ use super::multicast::HostGroups;
 use super::prefix::{Ipv4Prefix, PrefixTable};
 use super::router::Router;
 use crate::wire::igmp::emit_igmp;
+use super::udp::{CbrSource, UdpSink};
 
 /// Which end of a flow a connection is.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
@@ -53,6 +58,30 @@ pub struct HostStats {
     pub no_route: u64,
     /// Packets to a multicast group the host is not in (or any, without `groups`).
     pub not_member: u64,
+    /// UDP datagrams for no sink, or without a [`crate::wire::UdpStamp`].
+    pub no_udp_sink: u64,
+}
+
+/// A UDP flow's end on a host: a CBR source or the sink that measures it.
+#[derive(Clone, Debug)]
+pub enum UdpEnd {
+    /// Sends to `remote`.
+    Source(CbrSource),
+    /// Receives from `remote`.
+    Sink(UdpSink),
+}
+
+/// One UDP flow end on a host.
+#[derive(Clone, Debug)]
+pub struct UdpConn {
+    /// Flow index in the scenario.
+    pub flow: usize,
+    /// Local port.
+    pub local_port: u16,
+    /// The other end's address and port.
+    pub remote: (Ipv4Addr, u16),
+    /// Source or sink.
+    pub end: UdpEnd,
 }
 
 /// A host node: demultiplexes segments to its connections and sends what they produce.
@@ -78,6 +107,12 @@ pub struct Host {
     subnets: PrefixTable<()>,
     /// Multicast groups the host joins and leaves (`groups`).
     groups: Option<Box<HostGroups>>,
+    /// UDP sources and sinks, their lookup by (local port, remote address, remote port), the
+    /// sources' next send times, and datagrams built and not yet polled.
+    udp: Vec<UdpConn>,
+    udp_by_tuple: HashMap<(u16, Ipv4Addr, u16), usize, FastHash>,
+    udp_timers: BTreeSet<(Instant, usize)>,
+    udp_out: std::collections::VecDeque<Packet>,
 }
 
 impl Host {
@@ -97,6 +132,10 @@ impl Host {
             router: Router::new(),
             subnets: PrefixTable::default(),
             groups: None,
+            udp: Vec::new(),
+            udp_by_tuple: HashMap::default(),
+            udp_timers: BTreeSet::new(),
+            udp_out: std::collections::VecDeque::new(),
         }
     }
 
@@ -175,6 +214,84 @@ impl Host {
         i
     }
 
+    /// Add a UDP source or sink for flow `flow` at `local_port`, talking to `remote`.
+    pub fn add_udp(
+        &mut self,
+        flow: usize,
+        local_port: u16,
+        remote: (Ipv4Addr, u16),
+        end: UdpEnd,
+    ) -> usize {
+        let i = self.udp.len();
+        self.udp_by_tuple
+            .insert((local_port, remote.0, remote.1), i);
+        if let UdpEnd::Source(s) = &end {
+            if let Some(t) = s.poll_timeout() {
+                self.udp_timers.insert((t, i));
+            }
+        }
+        self.udp.push(UdpConn {
+            flow,
+            local_port,
+            remote,
+            end,
+        });
+        i
+    }
+
+    /// The UDP sources and sinks.
+    pub fn udp(&self) -> &[UdpConn] {
+        &self.udp
+    }
+
+    /// Send every datagram due at `now` from the sources whose timers expired.
+    fn send_udp(&mut self, now: Instant) {
+        while let Some(&(t, i)) = self.udp_timers.first() {
+            if t > now {
+                break;
+            }
+            self.udp_timers.pop_first();
+            let c = &mut self.udp[i];
+            let UdpEnd::Source(src) = &mut c.end else {
+                continue;
+            };
+            while let Some(stamp) = src.poll_datagram(now) {
+                let ip = ipv4_udp(self.addr, c.remote.0, self.ident);
+                self.ident = self.ident.wrapping_add(1);
+                let udp = UdpRepr {
+                    src_port: c.local_port,
+                    dst_port: c.remote.1,
+                    payload_len: src.packet_size(),
+                };
+                let mut pkt = Packet::build(src.packet_size() - UDP_STAMP_LEN as u32, |b| {
+                    emit_ipv4_udp(&ip, &udp, &stamp, b)
+                });
+                pkt.id = self.next_packet_id;
+                pkt.flow = c.flow as u32;
+                self.next_packet_id += 1;
+                self.udp_out.push_back(pkt);
+            }
+            if let Some(t) = src.poll_timeout() {
+                self.udp_timers.insert((t, i));
+            }
+        }
+    }
+
+    fn handle_udp(&mut self, now: Instant, pkt: &Packet) {
+        let Ok((ip, udp, stamp)) = parse_udp_packet(pkt) else {
+            self.stats.malformed += 1;
+            return;
+        };
+        let conn = self
+            .udp_by_tuple
+            .get(&(udp.dst_port, ip.src, udp.src_port))
+            .map(|&i| &mut self.udp[i].end);
+        match (conn, stamp) {
+            (Some(UdpEnd::Sink(k)), Some(stamp)) => k.handle_datagram(now, stamp, udp.payload_len),
+            _ => self.stats.no_udp_sink += 1,
+        }
+    }
+
     /// The connections.
     pub fn conns(&self) -> &[Conn] {
         &self.conns
@@ -245,6 +362,10 @@ impl Node for Host {
             self.router.handle_packet(now, port, pkt);
             return;
         }
+        if pkt.header().get(9) == Some(&IPPROTO_UDP) {
+            self.handle_udp(now, &pkt);
+            return;
+        }
         let (ip, seg) = match parse_packet(&pkt) {
             Ok(x) => x,
             Err(_) => {
@@ -282,6 +403,9 @@ impl Node for Host {
             self.after_input(now, i);
         }
         self.due = due;
+        if !self.udp_timers.is_empty() {
+            self.send_udp(now);
+        }
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
@@ -321,15 +445,21 @@ impl Node for Host {
             self.dirty.pop();
             self.refresh_deadline(i);
         }
+        while let Some(pkt) = self.udp_out.pop_front() {
+            let Some(port) = self.router.route_of(ipv4(&pkt.header()[16..20])) else {
+                self.stats.no_route += 1;
+                continue;
+            };
+            return Some(Transmit { port, pkt });
+        }
         None
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        let conns = self.timers.first().map(|&(d, _)| d);
-        match (conns, self.groups.as_ref().and_then(|g| g.poll_timeout())) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let tcp = self.timers.first().map(|&(d, _)| d);
+        let udp = self.udp_timers.first().map(|&(u, _)| u);
+        let groups = self.groups.as_ref().and_then(|g| g.poll_timeout());
+        [tcp, udp, groups].into_iter().flatten().min()
     }
 
     fn poll_drop(&mut self) -> Option<crate::Dropped> {

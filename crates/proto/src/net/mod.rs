@@ -10,9 +10,11 @@ pub mod igmp;
 pub mod multicast;
 pub mod prefix;
 pub mod router;
+pub mod udp;
 
 pub use apps::App;
 pub use external::ExternalHost;
 pub use host::{Conn, Host, HostStats, Role};
 pub use prefix::{Ipv4Prefix, PrefixTable};
 pub use router::{Router, RouterStats};
+pub use udp::{CbrSource, UdpSink, UdpSinkStats};

@@ -18,6 +18,7 @@ pub mod ipip;
 mod ipv4;
 mod seq;
 mod tcp;
+pub mod udp;
 mod view;
 
 use std::fmt;
@@ -27,6 +28,10 @@ use etherparse::{err, Ipv4HeaderSlice, TcpHeaderSlice};
 pub use ipv4::{Ipv4Repr, IPV4_HEADER_LEN};
 pub use seq::SeqNumber;
 pub use tcp::{SackBlocks, TcpFlags, TcpRepr, TCP_HEADER_LEN, TCP_MAX_OPTIONS_LEN};
+pub use udp::{
+    emit_ipv4_udp, ipv4_udp, parse_udp_packet, UdpIpv4Display, UdpRepr, UdpStamp, IPPROTO_UDP,
+    MAX_UDP_PAYLOAD, UDP_HEADER_LEN, UDP_STAMP_LEN,
+};
 pub use view::{add_wscale_option, AddOptionError, TcpIpv4View};
 
 /// Why header bytes could not be used. Network input never panics: it becomes one of these,
