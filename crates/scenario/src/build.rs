@@ -1361,6 +1361,15 @@ fn check_app(app: &AppSpec) -> std::result::Result<(), RelError> {
             ),
         )),
         AppSpec::Udp {
+            group: Some(g), ..
+        } if !igmp::is_multicast(*g) || igmp::is_link_local_multicast(*g) => Err((
+            key("group"),
+            format!(
+                "{g} is not a group to send to: use a multicast address in \
+                 224.0.1.0–239.255.255.255"
+            ),
+        )),
+        AppSpec::Udp {
             duration: Some(Duration::ZERO),
             ..
         } => Err((

@@ -236,6 +236,11 @@ pub enum AppSpec {
         /// How long to send, from the flow's start.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         duration: Option<Duration>,
+        /// Send to this multicast group instead of `to` (IP multicast over routers with
+        /// `multicast`; hosts count what they receive through their `groups`, and `to`'s sink
+        /// gets nothing). Default: none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        group: Option<Ipv4Addr>,
     },
 }
 

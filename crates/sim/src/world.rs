@@ -521,8 +521,10 @@ impl Simulation {
                 rate,
                 packet_size,
                 duration,
+                group,
             } = f.app
             {
+                let b = group.unwrap_or(b);
                 // NOTE(unwrap-free): the loader bounds packet_size to 16–65507.
                 let size = u32::try_from(packet_size.bytes()).unwrap_or(u32::MAX);
                 let src = CbrSource::new(rate, size, start, duration.map(|d| start + d));

@@ -16,8 +16,8 @@ use super::apps::App;
 use super::multicast::HostGroups;
 use super::prefix::{Ipv4Prefix, PrefixTable};
 use super::router::Router;
-use crate::wire::igmp::emit_igmp;
 use super::udp::{CbrSource, UdpSink};
+use crate::wire::igmp::emit_igmp;
 
 /// Which end of a flow a connection is.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]

@@ -8,7 +8,9 @@ use std::path::Path;
 
 use super::figure::Figures;
 use super::{fixed, md_table, par_map, Grid, Res, Table};
-use crate::experiments::arora::{run as run_one, run_many, run_tunnelled, Config, Outcome};
+use crate::experiments::arora::{
+    run as run_one, run_many, run_multicast, run_tunnelled, Config, Outcome,
+};
 
 const WINDOWS_KIB: [u64; 5] = [4, 8, 16, 32, 64];
 
@@ -91,7 +93,105 @@ pub(super) fn run(dir: &Path, figs: &mut Figures) -> Res<Vec<Table>> {
     tables.push(paths()?);
     tables.extend(tunnel()?);
     tables.push(many()?);
+    tables.push(multicast(figs)?);
     Ok(tables)
+}
+
+/// The paper's multicast extension (`scenarios/arora/multicast.toml`): two terminals' clients
+/// join and leave a 500 kb/s group; joins travel over the dial-ups. Table and figure
+/// `multicast`.
+fn multicast(figs: &mut Figures) -> Res<Table> {
+    let runs = par_map(&[false, true], |&nobody| {
+        let extra: Vec<String> = if nobody {
+            vec!["node.c1.groups=[]".into(), "node.c2.groups=[]".into()]
+        } else {
+            Vec::new()
+        };
+        run_multicast(&extra)
+    })?;
+    let (o, none) = (&runs[0], &runs[1]);
+    let counter = |o: &crate::experiments::arora::MulticastOutcome, node: &str, k: &str| {
+        (o.summary.multicast_routers.iter())
+            .find(|r| r.node == node)
+            .and_then(|r| r.counters.get(k).copied())
+            .unwrap_or(0)
+    };
+    let group = |node: &str| o.summary.groups.iter().find(|g| g.node == node);
+    let mut rows = Vec::new();
+    for (node, term, join, leave) in [("c1", "t1", 10.0, 60.0), ("c2", "t2", 30.0, 80.0)] {
+        let g = group(node).ok_or("multicast: a receiver is missing")?;
+        let (first, last) = (g.first_s.unwrap_or(f64::NAN), g.last_s.unwrap_or(f64::NAN));
+        let after_leave = counter(o, term, "copies_sent").saturating_sub(g.packets);
+        rows.push(vec![
+            format!("{node} behind {term}: joins at {join:.0} s, leaves at {leave:.0} s"),
+            format!(
+                "first datagram {} s ({:.0} ms after the join), last {} s; {} datagrams, none \
+                 lost; {} more reached the LAN in the {} s after the leave",
+                fixed(first, 3),
+                (first - join) * 1e3,
+                fixed(last, 3),
+                g.packets,
+                after_leave,
+                fixed(after_leave as f64 * 0.016, 1),
+            ),
+        ]);
+    }
+    let (a, b) = o.satellite_stream.unwrap_or((f64::NAN, f64::NAN));
+    rows.push(vec![
+        "the stream on the satellite channel".into(),
+        format!(
+            "{}–{} s: {} of the {} datagrams sent, one copy for both terminals",
+            fixed(a - 0.1, 1),
+            fixed(b, 1),
+            counter(o, "gw", "copies_sent"),
+            o.sent
+        ),
+    ]);
+    rows.push(vec![
+        "IGMP over the two 28.8 kb/s dial-ups".into(),
+        format!(
+            "{} messages, {} bytes in 100 s ({} reports and {} leaves received at the \
+             gateway, {} group-specific queries sent by it)",
+            o.dialup_igmp.0,
+            o.dialup_igmp.1,
+            counter(o, "gw", "reports_received"),
+            counter(o, "gw", "leaves_received"),
+            counter(o, "gw", "group_queries_sent"),
+        ),
+    ]);
+    rows.push(vec![
+        "nobody joins".into(),
+        format!(
+            "{} datagrams on the satellite: the gateway discards every one that reaches it \
+             ({} of {}, no member); no IGMP crosses the dial-ups ({} messages)",
+            counter(none, "gw", "copies_sent"),
+            counter(none, "gw", "no_members"),
+            counter(none, "gw", "data_received"),
+            none.dialup_igmp.0,
+        ),
+    ]);
+    let names = ["satellite channel", "c1's LAN (t1-c1)", "c2's LAN (t2-c2)"];
+    let series = (0..3)
+        .map(|k| {
+            (
+                names[k].to_string(),
+                o.series.iter().map(|&(t, v)| (t, v[k])).collect(),
+            )
+        })
+        .collect();
+    figs.line(
+        "multicast",
+        "IP multicast over DirecPC: 500 kb/s group, c1 in 10–60 s, c2 in 30–80 s",
+        "time (s)",
+        "kb/s on the link (per 100 ms)",
+        None,
+        false,
+        series,
+    )?;
+    Ok(Table {
+        name: "multicast".into(),
+        markdown: md_table(&["", "satpep"], rows),
+    })
 }
 
 /// Many downloads sharing one spoofing gateway (500 kB each, starting together), with the
