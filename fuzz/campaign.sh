@@ -17,7 +17,7 @@ SECONDS_MIN=${1:-600}
 shift || true
 PARSERS=" wire_ipv4_tcp vj_decompress tunnel ack_expander real_packets "
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(wire_ipv4_tcp vj_decompress tunnel ack_expander real_packets middleboxes link_trace scenario_load)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(wire_ipv4_tcp vj_decompress tunnel ack_expander real_packets middleboxes link_trace scenario_load tun_intake)
 SCRATCH=$(mktemp -d /tmp/satpep-fuzz.XXXXXX)
 trap 'rm -rf "$SCRATCH"' EXIT
 
