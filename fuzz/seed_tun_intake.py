@@ -72,6 +72,10 @@ while len(trace) >= 5 and n < 200:
     n += 1
 seeds["seed_sim_trace"] = r
 
+# A packet with IHL 0 and protocol 4 from term: header_len recursed on it for ever (a stack
+# overflow the campaign found).
+seeds["seed_ihl0_ipip"] = record(1, 0, bytes([0x40] + [0] * 8 + [4] + [0] * 50))
+
 for name, data in seeds.items():
     with open(os.path.join(out_dir, name), "wb") as f:
         f.write(data)
