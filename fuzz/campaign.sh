@@ -17,7 +17,7 @@ SECONDS_MIN=${1:-600}
 shift || true
 PARSERS=" wire_ipv4_tcp vj_decompress tunnel ack_expander real_packets "
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(wire_ipv4_tcp vj_decompress tunnel ack_expander real_packets middleboxes link_trace scenario_load)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(wire_ipv4_tcp vj_decompress tunnel ack_expander real_packets middleboxes link_trace scenario_load tun_intake)
 SCRATCH=$(mktemp -d /tmp/satpep-fuzz.XXXXXX)
 trap 'rm -rf "$SCRATCH"' EXIT
 
@@ -37,7 +37,9 @@ for t in "${TARGETS[@]}"; do
         -max_total_time="$SECONDS_MIN" -print_final_stats=1 >"$log" 2>&1
     status=$?
     set -e
-    done_runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+    # `|| true`: a crash prints no final stats, and under pipefail the failed grep would end
+    # the script before the row and the copy of the log below.
+    done_runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1 || true)
     done_runs=${done_runs:-0}
     if [ "$status" -eq 0 ] && [ "$done_runs" -lt "$runs" ]; then
         set +e
@@ -45,12 +47,13 @@ for t in "${TARGETS[@]}"; do
             -runs=$((runs - done_runs)) -print_final_stats=1 >>"$log" 2>&1
         status=$?
         set -e
-        more=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+        more=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1 || true)
         done_runs=$((done_runs + ${more:-0}))
     fi
     wall=$(($(date +%s) - start))
-    first=$(grep -m1 -o 'INITED cov: [0-9]* ft: [0-9]*' "$log" | sed 's/INITED cov: \([0-9]*\) ft: \([0-9]*\)/\1 \/ \2/')
-    last=$(grep -o 'cov: [0-9]* ft: [0-9]* corp: [0-9]*' "$log" | tail -1)
+    first=$(grep -m1 -o 'INITED cov: [0-9]* ft: [0-9]*' "$log" || true)
+    first=$(echo "$first" | sed 's/INITED cov: \([0-9]*\) ft: \([0-9]*\)/\1 \/ \2/')
+    last=$(grep -o 'cov: [0-9]* ft: [0-9]* corp: [0-9]*' "$log" | tail -1 || true)
     cov=$(echo "$last" | sed 's/cov: \([0-9]*\) ft: \([0-9]*\) corp: \([0-9]*\)/\1 \/ \2/')
     corp=$(echo "$last" | sed 's/.*corp: \([0-9]*\)/\1/')
     crashes=0

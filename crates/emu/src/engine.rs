@@ -395,35 +395,51 @@ fn flush(
 /// packet: what the link model and the mechanisms see as the header. `None` when the bytes are
 /// not an IPv4 header.
 pub fn header_len(b: &[u8]) -> Option<usize> {
+    header_len_nested(b, 0)
+}
+
+/// [`header_len`] of a datagram nested `depth` IP-in-IP levels deep.
+fn header_len_nested(b: &[u8], depth: usize) -> Option<usize> {
     if b.len() < 20 || b[0] >> 4 != 4 {
         return None;
     }
-    let ihl = usize::from(b[0] & 0x0f) * 4;
+    // At least 20 even when the IHL field says less: with IHL 0 and protocol 4 the "inner"
+    // datagram was the packet itself, and the recursion never ended (a stack overflow found
+    // by the `tun_intake` fuzz target).
+    let ihl = (usize::from(b[0] & 0x0f) * 4).max(20);
     let transport = match b.get(9) {
         Some(6) => b.get(ihl + 12).map_or(0, |&d| usize::from(d >> 4) * 4),
         Some(17 | 1) => 8,
         // IP-in-IP (tunnels, compacted ACKs): the inner headers belong to the header too, and
         // when the inner datagram carries no payload, so does whatever follows it (a compacted
         // ACK's trailer, ack::trailer), which a mechanism reads as header bytes.
-        Some(4) => b.get(ihl..).map_or(0, ipip_header_len),
+        Some(4) => b.get(ihl..).map_or(0, |i| ipip_header_len(i, depth + 1)),
         // An authenticated tunnel packet (RFC 4302 AH around IP-in-IP, crate::auth): the AH
         // header, then the inner datagram's headers as above.
         Some(51) => b.get(ihl..).map_or(0, |ah| {
             let ah_len = ah.get(1).map_or(0, |&l| (usize::from(l) + 2) * 4);
             match ah.first() {
-                Some(4) => ah_len + ipip_header_len(ah.get(ah_len..).unwrap_or_default()),
+                Some(4) => {
+                    ah_len + ipip_header_len(ah.get(ah_len..).unwrap_or_default(), depth + 1)
+                }
                 _ => ah_len,
             }
         }),
         _ => 0,
     };
-    Some((ihl.max(20) + transport).min(MAX_HEADER).min(b.len()))
+    Some((ihl + transport).min(MAX_HEADER).min(b.len()))
 }
 
 /// Header bytes of an IP-in-IP payload `inner`: the inner datagram's headers, or all of it
 /// when the inner datagram carries no payload (a compacted ACK's trailer follows it).
-fn ipip_header_len(inner: &[u8]) -> usize {
-    let inner_header = header_len(inner).unwrap_or(0);
+/// `depth` levels deep, the inner headers start at least 20 × `depth` bytes into the packet:
+/// past [`MAX_HEADER`], where the result is cut anyway, so the recursion stops there (a packet of
+/// nested IP-in-IP headers would otherwise recurse once per 20 bytes).
+fn ipip_header_len(inner: &[u8], depth: usize) -> usize {
+    if depth * 20 >= MAX_HEADER {
+        return inner.len();
+    }
+    let inner_header = header_len_nested(inner, depth).unwrap_or(0);
     let inner_total = inner
         .get(2..4)
         .map_or(0, |t| usize::from(u16::from_be_bytes([t[0], t[1]])));

@@ -34,6 +34,8 @@
 #![warn(missing_docs)]
 
 pub mod engine;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 pub mod lateness;
 pub mod netns;
 mod report;

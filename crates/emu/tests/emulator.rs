@@ -247,8 +247,36 @@ fn ack_compaction_and_expander_carry_real_acks() {
         return;
     }
     let (plain, _) = asymmetric_goodput("drop_tail");
-    let (compacted, summary) = iperf_goodput(&compacting());
+    let dir = tempfile::tempdir().unwrap();
+    let (compacted, summary) = iperf_goodput_in(&compacting(), dir.path());
     let ret = &summary.base.links[1];
+    // summary.json's `middleboxes` section, as a user reads it: the hub's expander counted the
+    // compacted ACKs it opened and the ACKs it regenerated, and nothing forged or broken.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("summary.json")).unwrap())
+            .unwrap();
+    let mbs = json["middleboxes"]
+        .as_array()
+        .expect("a middleboxes section");
+    assert_eq!(mbs.len(), 1, "{mbs:?}");
+    assert_eq!(
+        (&mbs[0]["node"], &mbs[0]["kind"]),
+        (&"hub".into(), &"ack_expander".into())
+    );
+    let counter = |k: &str| {
+        mbs[0]["counters"][k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{k}: {mbs:?}"))
+    };
+    println!("hub expander counters {}", mbs[0]["counters"]);
+    assert!(counter("compacted") > 0, "{mbs:?}");
+    assert!(counter("regenerated") > 0, "{mbs:?}");
+    assert!(counter("decapsulated") >= counter("compacted"), "{mbs:?}");
+    assert_eq!(
+        (counter("unknown_source"), counter("malformed")),
+        (0, 0),
+        "{mbs:?}"
+    );
     println!(
         "goodput drop-tail {:.3} Mb/s, compaction + expander {:.3} Mb/s; return link delivered {} \
          packets",
@@ -273,7 +301,12 @@ fn asymmetric_goodput(kind: &str) -> (f64, satpep_output::LinkSummary) {
 /// `scenario`, and the emulator's summary.
 fn iperf_goodput(scenario: &Scenario) -> (f64, satpep_emu::EmuSummary) {
     let dir = tempfile::tempdir().unwrap();
-    let mut opts = EmuOptions::new(dir.path());
+    iperf_goodput_in(scenario, dir.path())
+}
+
+/// [`iperf_goodput`] with the outputs (summary.json, logs) written to `out`.
+fn iperf_goodput_in(scenario: &Scenario, out: &Path) -> (f64, satpep_emu::EmuSummary) {
+    let mut opts = EmuOptions::new(out);
     // The upload gw → term along the flow: iperf3's client sends, so it runs in gw.
     opts.server_on = Some("term".into());
     opts.client_on = Some("gw".into());
@@ -318,6 +351,45 @@ fn ack_filtering_on_a_slow_return_link_raises_goodput() {
         filtered > plain * 1.03,
         "ACK filtering {filtered} b/s is not 3 % above drop-tail {plain} b/s"
     );
+}
+
+/// `coalesce` stretches only the waits for packets, never the client's start or the end of the
+/// run (issue 15: with a huge value the client never started and the run hung). With 30 s of
+/// coalescing and a 20 s run, ping's echo (600 ms round trip) waits in the link until ping
+/// gives up after 3 s, while the client starts at 0.5 s and its exit ends the run: had the
+/// first wait been stretched too, the loop would have woken at 30 s, past the run's end
+/// ("duration"). Without coalescing, the same ping is answered.
+#[test]
+fn coalesce_stretches_packet_waits_only() {
+    let _serial = SERIAL.lock();
+    let name = "coalesce_stretches_packet_waits_only";
+    if !can_emulate(name) || !has("ping", name) {
+        return;
+    }
+    for (coalesce, exit, received) in [(0, 0, "1 received"), (30, 1, "0 received")] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = EmuOptions::new(dir.path());
+        opts.server_on = Some("term".into());
+        opts.client_on = Some("gw".into());
+        opts.client = Some("ping -c 1 -W 3 {server}".into());
+        opts.coalesce = Duration::from_secs(coalesce);
+        opts.duration = Some(Duration::from_secs(20));
+        let start = WallInstant::now();
+        let out = satpep_emu::run(&geo20(), &opts).unwrap();
+        let log = std::fs::read_to_string(&out.client_log).unwrap();
+        println!(
+            "coalesce {coalesce} s: {} after {:.1} s, client exit {:?}, lateness max {:.0} µs",
+            out.summary.stop_reason,
+            start.elapsed().as_secs_f64(),
+            out.summary.client_exit,
+            out.summary.lateness.max_us
+        );
+        assert_eq!(out.summary.stop_reason, "client exited", "{log}");
+        assert_eq!(out.summary.client_exit, Some(exit), "{log}");
+        assert!(log.contains(received), "{log}");
+        assert!(out.summary.path.rx_packets >= 1, "the echo was read");
+        assert!(netns::list(&format!("satpep-{}-", std::process::id())).is_empty());
+    }
 }
 
 /// ping's RTT equals the configured 2 × 300 ms plus the serialisation of its 84-byte packets

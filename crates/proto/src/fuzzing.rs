@@ -14,8 +14,9 @@ use std::net::Ipv4Addr;
 use crate::ack::AckExpanderConfig;
 use crate::middlebox::{Middlebox, MiddleboxConfig};
 use crate::node::Packet;
+use crate::pep::spoof::SpoofConfig;
 use crate::rand::Rng;
-use crate::time::{Duration, Instant};
+use crate::time::{Bitrate, Duration, Instant};
 use crate::tunnel::TunnelConfig;
 use crate::{Node, PortId};
 
@@ -26,7 +27,10 @@ pub const MAX_OUT_PER_EVENT: u64 = 1_024;
 /// Timer firings allowed at one instant before calling it a hang.
 const MAX_FIRES_PER_INSTANT: u32 = 10_000;
 
-/// One middlebox of every kind (defaults, with addresses where a kind needs them) and a chain.
+/// One middlebox of every kind (defaults, with addresses where a kind needs them) and a chain,
+/// plus the options that add code paths on hostile input: the SuperCharger's default
+/// `add_wscale` (rewriting handshakes), the spoofing gateway's `satellite_rate` pacing, the
+/// tunnel's `mtu` (MSS clamp) and keys.
 pub fn every_kind() -> Vec<MiddleboxConfig> {
     let local = Ipv4Addr::new(10, 0, 0, 1);
     let remote = Ipv4Addr::new(10, 0, 0, 2);
@@ -53,7 +57,18 @@ pub fn every_kind() -> Vec<MiddleboxConfig> {
         MiddleboxConfig::Snoop(Default::default()),
         MiddleboxConfig::DupackDelay(Default::default()),
         MiddleboxConfig::Spoof(Default::default()),
+        // Paced toward the hybrid hosts (round robin over the CCBs, its own timer), at a rate
+        // low enough that hostile input queues segments behind the pacer.
+        MiddleboxConfig::Spoof(SpoofConfig {
+            satellite_rate: Some(Bitrate::from_bps(1_000_000)),
+            ..Default::default()
+        }),
         MiddleboxConfig::IpipTunnel(tunnel.clone()),
+        // With an MTU: the MSS option of every SYN it handles is rewritten (the clamp).
+        MiddleboxConfig::IpipTunnel(TunnelConfig {
+            mtu: Some(1500),
+            ..tunnel.clone()
+        }),
         MiddleboxConfig::AckExpander(expander.clone()),
         // Keyed (crate::auth): hostile packets meet the MAC and replay checks first.
         MiddleboxConfig::IpipTunnel(TunnelConfig {
@@ -77,6 +92,11 @@ pub fn every_kind() -> Vec<MiddleboxConfig> {
 
 /// Run the record stream in `data` through every middlebox of [`every_kind`].
 pub fn middleboxes(data: &[u8]) {
+    run(data);
+}
+
+/// [`middleboxes`], returning the middleboxes for their counters.
+fn run(data: &[u8]) -> Vec<Middlebox> {
     let mut boxes: Vec<Middlebox> = every_kind()
         .iter()
         .enumerate()
@@ -114,6 +134,7 @@ pub fn middleboxes(data: &[u8]) {
             fire_due(mb, now, &mut events[i], &mut out[i]);
         }
     }
+    boxes
 }
 
 fn fire_due(mb: &mut Middlebox, now: Instant, events: &mut u64, out: &mut u64) {
@@ -174,8 +195,9 @@ mod tests {
             .flatten()
         {
             let name = dir.file_name().to_string_lossy().into_owned();
-            if name == "scenario_load" {
-                continue; // satpep-scenario's tests run that one
+            // satpep-scenario's tests run the loader's corpus, satpep-emu's the TUN intake's.
+            if name == "scenario_load" || name == "tun_intake" {
+                continue;
             }
             let body = bodies
                 .iter()
@@ -191,6 +213,38 @@ mod tests {
             targets += 1;
         }
         assert_eq!(targets, bodies.len());
+    }
+
+    /// The committed corpus reaches the code paths added since the first campaign, so the
+    /// fuzzer starts from inputs that exercise them: the SuperCharger negotiating window scaling
+    /// (`add_wscale`) and rewriting the scale, the paced spoofing gateway sending from its
+    /// queues, the tunnel clamping an MSS.
+    #[test]
+    fn corpus_reaches_wscale_pacing_and_mss_clamp() {
+        let kinds = every_kind();
+        let root =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/middleboxes");
+        let mut sums = vec![std::collections::BTreeMap::<String, u64>::new(); kinds.len()];
+        for f in std::fs::read_dir(&root).unwrap().flatten() {
+            for (i, mb) in run(&std::fs::read(f.path()).unwrap()).iter().enumerate() {
+                for (k, v) in mb.counters() {
+                    *sums[i].entry(k).or_default() += v;
+                }
+            }
+        }
+        let find = |pred: &dyn Fn(&MiddleboxConfig) -> bool| {
+            kinds
+                .iter()
+                .position(pred)
+                .expect("configured in every_kind")
+        };
+        let sc = find(&|c| matches!(c, MiddleboxConfig::Supercharger(s) if s.add_wscale));
+        let paced = find(&|c| matches!(c, MiddleboxConfig::Spoof(s) if s.satellite_rate.is_some()));
+        let clamp = find(&|c| matches!(c, MiddleboxConfig::IpipTunnel(t) if t.mtu.is_some()));
+        assert!(sums[sc]["wscale_added"] > 0, "{:?}", sums[sc]);
+        assert!(sums[sc]["wscale_rewritten"] > 0, "{:?}", sums[sc]);
+        assert!(sums[paced]["segments_sent"] > 0, "{:?}", sums[paced]);
+        assert!(sums[clamp]["mss_clamped"] > 0, "{:?}", sums[clamp]);
     }
 
     proptest! {

@@ -450,3 +450,32 @@ fn malformed_virtio_net_hdr_is_counted_and_dropped() {
     assert_eq!((c.malformed, c.vnet_malformed, c.rx_packets), (3, 3, 0));
     assert_eq!(e.poll_timeout(), None);
 }
+
+/// A host's packet with IHL 0 and protocol 4 (IP-in-IP) made `header_len` take the packet for
+/// its own inner datagram and recurse until the stack overflowed (a SIGSEGV of the emulator,
+/// found by the `tun_intake` fuzz target); nested IP-in-IP headers recursed once per 20 bytes.
+/// Now the IHL counts as at least 20 and the recursion stops past `MAX_HEADER`.
+#[test]
+fn ipip_with_ihl_0_or_deep_nesting_has_a_bounded_header() {
+    let mut p = vec![0u8; 60];
+    p[0] = 0x40; // version 4, IHL 0
+    p[9] = 4;
+    // The zeros after 20 bytes are no IPv4 header: a trailer, all of it header (as for a
+    // compacted ACK).
+    assert_eq!(header_len(&p), Some(60));
+    let mut e = Engine::new(&scenario(""));
+    e.ingress(2, ms(0), |buf| {
+        buf[..p.len()].copy_from_slice(&p);
+        Ok(Some(p.len()))
+    })
+    .unwrap();
+    assert_eq!(e.counters().rx_packets, 1);
+    // 3 000 nested IPv4 headers, each saying IP-in-IP follows and no payload of its own.
+    let mut deep = Vec::new();
+    for _ in 0..3000 {
+        deep.extend_from_slice(&[
+            0x45, 0, 0, 20, 0, 0, 0, 0, 64, 4, 0, 0, 10, 0, 0, 1, 10, 0, 1, 1,
+        ]);
+    }
+    assert_eq!(header_len(&deep), Some(MAX_HEADER));
+}
