@@ -582,6 +582,31 @@ mod tests {
     }
 
     #[test]
+    fn repeated_reports_are_spread_uniformly_over_the_unsolicited_interval() {
+        let mut m = member();
+        let groups: Vec<Ipv4Addr> = (0..200u8).map(|i| Ipv4Addr::new(239, 9, 0, i)).collect();
+        for &g in &groups {
+            m.join(at(0), g);
+        }
+        drain(&mut m);
+        let mut times = Vec::new();
+        while let Some(t) = m.poll_timeout() {
+            m.handle_timeout(t);
+            for _ in drain(&mut m) {
+                times.push(t.as_nanos() as f64 / 1e9);
+            }
+        }
+        assert_eq!(times.len(), 200, "one repeat per group");
+        assert!(times.iter().all(|&t| (0.0..=10.0).contains(&t)));
+        let mean = times.iter().sum::<f64>() / 200.0;
+        // Uniform on [0, 10 s]: mean 5 s, standard error 0.2 s.
+        assert!((4.2..5.8).contains(&mean), "mean delay {mean} s");
+        let distinct: std::collections::BTreeSet<u64> =
+            times.iter().map(|t| (t * 1e6) as u64).collect();
+        assert!(distinct.len() > 190);
+    }
+
+    #[test]
     fn general_queries_start_fast_then_every_query_interval() {
         let mut q = querier();
         let mut times = Vec::new();
