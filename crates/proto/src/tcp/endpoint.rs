@@ -68,14 +68,56 @@ enum Timer {
     DelayedAck = 1,
     Persist = 2,
     AppRead = 3,
+    /// RACK reordering timer (RFC 8985 §6.3).
+    Reo = 4,
+    /// TLP probe timeout (RFC 8985 §7.2).
+    Pto = 5,
 }
 
-const TIMERS: [Timer; 4] = [
+const TIMERS: [Timer; 6] = [
     Timer::Rto,
     Timer::DelayedAck,
     Timer::Persist,
     Timer::AppRead,
+    Timer::Reo,
+    Timer::Pto,
 ];
+
+/// WCDelAckT, the worst-case delayed-ACK time a probe waits for when one segment is in flight
+/// (RFC 8985 §7.2; Linux adds `TCP_RTO_MIN`, also 200 ms).
+const TLP_MAX_ACK_DELAY: Duration = Duration(200_000_000);
+
+/// RACK's state (RFC 8985 §6.1).
+#[derive(Clone, Copy, Debug, Default)]
+struct Rack {
+    /// RACK.xmit_ts: latest send time of the most recently sent segment delivered.
+    xmit_ts: Option<Instant>,
+    /// RACK.end_seq: its end (orders segments sent at the same instant).
+    end_seq: u64,
+    /// RACK.rtt: RTT of that segment's last transmission.
+    rtt: Duration,
+    /// RACK.min_RTT: least RTT of segments never retransmitted, over the connection (Linux
+    /// keeps a 300 s windowed minimum, `tcp_min_rtt_wlen`).
+    min_rtt: Option<Duration>,
+    /// RACK.fack: highest end of a delivered segment.
+    fack: u64,
+    /// RACK.reordering_seen: a never retransmitted segment was delivered below RACK.fack.
+    reordering_seen: bool,
+}
+
+/// Tail loss probe state (RFC 8985 §7).
+#[derive(Clone, Copy, Debug, Default)]
+struct Tlp {
+    /// TLP.end_seq: SND.NXT when the probe of the current episode was sent.
+    end_seq: Option<u64>,
+    /// TLP.is_retrans: the probe resent the last segment (no new data could go).
+    is_retrans: bool,
+    /// The probe timer fired: send the probe on the next poll.
+    pending: bool,
+    /// The probe repaired a loss and cwnd was reduced: no second reduction for losses found
+    /// before this offset is acknowledged (Linux's CWR state until `high_seq`).
+    cwr_until: u64,
+}
 
 /// Loss recovery in progress (fast recovery of RFC 5681/6582 or SACK recovery of RFC 6675).
 #[derive(Clone, Copy, Debug)]
@@ -105,6 +147,13 @@ struct SentSegment {
     sent: Instant,
     /// Sent again since: Karn's rule keeps it from giving an RTT sample.
     retransmitted: bool,
+    /// Latest transmission (RACK's Segment.xmit_ts).
+    xmit: Instant,
+    /// RACK deemed it lost.
+    lost: bool,
+    /// Retransmitted since it was last deemed lost, or retransmitted not lost (a probe): in
+    /// flight once more (Linux `TCPCB_SACKED_RETRANS`).
+    rtx_out: bool,
 }
 
 /// A TCP endpoint. See the module documentation for the call order.
@@ -143,8 +192,10 @@ pub struct TcpEndpoint {
     /// HyStart++ (`hystart = "rfc9406"`).
     hystart_pp: Option<HystartPlusPlus>,
     /// Segments sent and not yet cumulatively acknowledged, in offset order (only with
-    /// `sack_rtt`; Linux keeps the same send times on its retransmit queue).
+    /// `sack_rtt`, `rack` or `tlp`; Linux keeps the same send times on its retransmit queue).
     sent_log: VecDeque<SentSegment>,
+    rack: Rack,
+    tlp: Tlp,
     rtt: RttEstimator,
     /// Karn's rule without timestamps: (offset whose ACK ends the sample, send time).
     rtt_timing: Option<(u64, Instant)>,
@@ -191,7 +242,7 @@ pub struct TcpEndpoint {
     ts_offset: u32,
     last_ack_sent: u64,
 
-    timers: [Option<Instant>; 4],
+    timers: [Option<Instant>; 6],
     stats: TcpStats,
     established_at: Option<Instant>,
     /// The owner reads received data explicitly with [`TcpEndpoint::read_to`] (relays).
@@ -236,6 +287,8 @@ impl TcpEndpoint {
             cc: AnyCc::new(config.cc, config.ca_byte_counting, config.hystart),
             hystart_pp: (config.hystart == Hystart::Rfc9406).then(HystartPlusPlus::default),
             sent_log: VecDeque::new(),
+            rack: Rack::default(),
+            tlp: Tlp::default(),
             win: Window {
                 cwnd: mss,
                 ssthresh,
@@ -290,7 +343,7 @@ impl TcpEndpoint {
             ts_recent: 0,
             ts_offset: 0,
             last_ack_sent: 0,
-            timers: [None; 4],
+            timers: [None; 6],
             stats: TcpStats::default(),
             established_at: None,
             manual_read: false,
@@ -455,7 +508,7 @@ impl TcpEndpoint {
                     self.back_to_listen();
                 } else {
                     self.state = State::Closed;
-                    self.timers = [None; 4];
+                    self.timers = [None; 6];
                 }
             }
             return;
@@ -593,6 +646,8 @@ impl TcpEndpoint {
                     Timer::DelayedAck => self.ack_now = true,
                     Timer::Persist => self.on_persist(now),
                     Timer::AppRead => self.maybe_window_update(),
+                    Timer::Reo => self.on_rack_timer(now),
+                    Timer::Pto => self.on_pto(now),
                 }
             }
         }
@@ -883,6 +938,294 @@ impl TcpEndpoint {
         self.recovery.is_some() && self.uses_sack()
     }
 
+    /// Segments are logged with their send times (`sack_rtt`, RACK, TLP).
+    fn keeps_log(&self) -> bool {
+        self.config.sack_rtt || self.config.rack || self.config.tlp
+    }
+
+    /// RACK loss detection runs (it needs SACK: RFC 8985 §5).
+    fn rack_on(&self) -> bool {
+        self.config.rack && self.uses_sack()
+    }
+
+    /// Tail loss probes run (SACK needed to tell which segment the probe repaired, §7).
+    fn tlp_on(&self) -> bool {
+        self.config.tlp && self.uses_sack()
+    }
+
+    /// The go-back-N after a timeout still runs (Linux's `TCP_CA_Loss`).
+    fn in_rto_recovery(&self) -> bool {
+        self.recover_by_rto && self.snd_una < self.last_recover
+    }
+
+    /// RFC 8985 §6.2 steps 2–3 for the segments this ACK delivers (cumulatively below
+    /// `ack_off` or inside the SACK `blocks`, before they enter the scoreboard): RACK.xmit_ts,
+    /// end_seq and rtt from the most recently sent of them, RACK.min_RTT, and reordering.
+    fn rack_update(&mut self, now: Instant, ack_off: u64, blocks: &mut [(u64, u64)]) {
+        blocks.sort_unstable();
+        let mut delivered = Vec::new();
+        for s in self.sent_log.iter().take_while(|s| s.end <= ack_off) {
+            let from = s.start.max(self.snd_una);
+            if self.scoreboard.covered(from, s.end) < s.end - from {
+                delivered.push(*s);
+            }
+        }
+        for &(l, r) in blocks.iter() {
+            let first = self.sent_log.partition_point(|s| s.start < l);
+            for s in self.sent_log.range(first..) {
+                if s.end > r {
+                    break;
+                }
+                if self.scoreboard.covered(s.start, s.end) < s.end - s.start {
+                    delivered.push(*s);
+                }
+            }
+        }
+        let mut newest: Option<(SentSegment, Duration)> = None;
+        for s in delivered {
+            // Step 3: a segment never resent delivered below RACK.fack was reordered.
+            if s.end > self.rack.fack {
+                self.rack.fack = s.end;
+            } else if s.end < self.rack.fack && !s.retransmitted {
+                self.rack.reordering_seen = true;
+            }
+            let rtt = now.saturating_since(s.xmit);
+            // Step 2: an ACK of a retransmitted segment faster than min_RTT is for the
+            // original: no sample (RFC 8985 also checks the TSecr; Linux only min_RTT).
+            if s.retransmitted && self.rack.min_rtt.is_some_and(|m| rtt < m) {
+                continue;
+            }
+            if !s.retransmitted {
+                self.rack.min_rtt = Some(self.rack.min_rtt.map_or(rtt, |m| m.min(rtt)));
+            }
+            if newest.is_none_or(|(n, _)| sent_after(s.xmit, s.end, n.xmit, n.end)) {
+                newest = Some((s, rtt));
+            }
+        }
+        if let Some((s, rtt)) = newest {
+            // In ascending order of xmit_ts the last sample processed sets RACK.rtt.
+            self.rack.rtt = rtt;
+            let after = self
+                .rack
+                .xmit_ts
+                .is_none_or(|t| sent_after(s.xmit, s.end, t, self.rack.end_seq));
+            if after {
+                self.rack.xmit_ts = Some(s.xmit);
+                self.rack.end_seq = s.end;
+            }
+        }
+    }
+
+    /// RACK.reo_wnd (RFC 8985 §6.2 step 4, with RACK.reo_wnd_mult = 1: no D-SACK here): 0
+    /// before any reordering in recovery or once DupThresh segments are SACKed, else
+    /// min(min_RTT/4, SRTT).
+    fn rack_reo_wnd(&self) -> Duration {
+        if !self.rack.reordering_seen
+            && (self.recovery.is_some()
+                || self.in_rto_recovery()
+                || self.sacked_segments() >= u64::from(self.config.dupthresh))
+        {
+            return Duration::ZERO;
+        }
+        let quarter = Duration(self.rack.min_rtt.map_or(0, |m| m.as_nanos() / 4));
+        self.rtt.srtt().map_or(quarter, |s| quarter.min(s))
+    }
+
+    /// Logged segments the scoreboard covers whole (Linux `sacked_out`).
+    fn sacked_segments(&self) -> u64 {
+        self.scoreboard
+            .as_slice()
+            .iter()
+            .map(|&(l, r)| {
+                let a = self.sent_log.partition_point(|s| s.start < l);
+                let b = self.sent_log.partition_point(|s| s.end <= r);
+                b.saturating_sub(a) as u64
+            })
+            .sum()
+    }
+
+    /// RFC 8985 §6.2 step 5 and §6.3: mark lost every unSACKed segment sent before RACK.xmit_ts
+    /// whose RACK.rtt + reo_wnd has passed since its last transmission; arm the reordering
+    /// timer for the longest wait left among the others. Returns whether it marked any.
+    fn rack_detect_loss_and_arm_timer(&mut self, now: Instant) -> bool {
+        let Some(rack_xmit) = self.rack.xmit_ts else {
+            return false;
+        };
+        let reo_wnd = self.rack_reo_wnd();
+        let wait = (self.rack.rtt + reo_wnd).as_nanos();
+        let mut timeout = 0;
+        let mut lost = false;
+        let first = self.sent_log.partition_point(|s| s.end <= self.snd_una);
+        for i in first..self.sent_log.len() {
+            let s = self.sent_log[i];
+            if (s.lost && !s.rtx_out) || !sent_after(rack_xmit, self.rack.end_seq, s.xmit, s.end)
+            {
+                continue;
+            }
+            let from = s.start.max(self.snd_una);
+            if self.scoreboard.covered(from, s.end) == s.end - from {
+                continue;
+            }
+            let elapsed = now.saturating_since(s.xmit).as_nanos();
+            if elapsed >= wait {
+                let m = &mut self.sent_log[i];
+                m.lost = true;
+                m.rtx_out = false;
+                self.stats.rack_marked_lost += 1;
+                lost = true;
+            } else {
+                timeout = timeout.max(wait - elapsed);
+            }
+        }
+        if timeout > 0 {
+            self.set_timer(Timer::Reo, now + Duration(timeout));
+        }
+        lost
+    }
+
+    /// The first segment RACK deemed lost and not resent since: (first unSACKed byte, end).
+    fn rack_next_lost(&self) -> Option<(u64, u64)> {
+        let first = self.sent_log.partition_point(|s| s.end <= self.snd_una);
+        for s in self.sent_log.range(first..) {
+            if !s.lost || s.rtx_out {
+                continue;
+            }
+            let mut pos = s.start.max(self.snd_una);
+            while let Some((_, e)) = self.scoreboard.containing(pos) {
+                pos = e;
+            }
+            if pos < s.end {
+                return Some((pos, s.end));
+            }
+        }
+        None
+    }
+
+    /// Pipe with RACK's marks (Linux `tcp_packets_in_flight`: sent − SACKed − lost +
+    /// retransmitted): an unSACKed byte counts once unless deemed lost, and once more while a
+    /// retransmission of it is in flight.
+    fn rack_pipe(&self) -> u64 {
+        let first = self.sent_log.partition_point(|s| s.end <= self.snd_una);
+        self.sent_log
+            .range(first..)
+            .map(|s| {
+                let from = s.start.max(self.snd_una);
+                let unsacked = (s.end - from) - self.scoreboard.covered(from, s.end);
+                unsacked * (u64::from(!s.lost) + u64::from(s.rtx_out))
+            })
+            .sum()
+    }
+
+    /// The reordering timer fired (RFC 8985 §6.3): detect again, enter recovery on a loss,
+    /// and fall back to the retransmission timer if nothing is left to wait for.
+    fn on_rack_timer(&mut self, now: Instant) {
+        if !self.rack_on() || self.snd_una >= self.snd_max {
+            return;
+        }
+        if self.rack_detect_loss_and_arm_timer(now) && self.recovery.is_none() {
+            self.enter_fast_recovery(now);
+        }
+        if !self.xmit_timer_armed() {
+            self.set_timer(Timer::Rto, now + self.rtt.rto());
+        }
+    }
+
+    /// RFC 8985 §7.2: arm the probe timer for PTO = 2·SRTT (+ WCDelAckT with one segment in
+    /// flight; 1 s before an RTT sample), no later than the retransmission timer would fire,
+    /// when data is in flight, nothing is SACKed, no recovery runs and no probe is out.
+    fn schedule_pto(&mut self, now: Instant) {
+        if !self.tlp_on()
+            || self.recovery.is_some()
+            || self.in_rto_recovery()
+            || self.tlp.end_seq.is_some()
+            || !self.scoreboard.is_empty()
+            || self.snd_una >= self.snd_max.min(self.data_end())
+            || self.timers[Timer::Reo as usize].is_some()
+            || self.timers[Timer::Persist as usize].is_some()
+        {
+            return;
+        }
+        let pto = match self.rtt.srtt() {
+            Some(srtt) if self.snd_max - self.snd_una <= self.smss => {
+                srtt.saturating_mul(2) + TLP_MAX_ACK_DELAY
+            }
+            Some(srtt) => srtt.saturating_mul(2),
+            None => Duration::from_secs(1),
+        };
+        let rto_at = self.timers[Timer::Rto as usize].unwrap_or(now + self.rtt.rto());
+        self.set_timer(Timer::Pto, (now + pto).min(rto_at));
+    }
+
+    /// The probe timer fired: the probe goes out on the next poll (RFC 8985 §7.3), unless
+    /// recovery began meanwhile.
+    fn on_pto(&mut self, now: Instant) {
+        if self.recovery.is_some() || self.tlp.end_seq.is_some() || self.snd_una >= self.snd_max
+        {
+            if self.snd_una < self.snd_max {
+                self.set_timer(Timer::Rto, now + self.rtt.rto());
+            }
+            return;
+        }
+        self.tlp.pending = true;
+    }
+
+    /// RFC 8985 §7.3: one new segment if the receiver's window lets it out (cwnd does not
+    /// matter), else the last segment sent again; TLP.end_seq = SND.NXT; then the
+    /// retransmission timer, not the probe timer.
+    fn send_probe(&mut self, now: Instant) -> Option<TcpRepr> {
+        let new_len = self.smss.min(self.data_end().saturating_sub(self.snd_max));
+        // Set before sending: a probe does not restart the probe timer.
+        self.tlp.end_seq = Some(self.snd_max);
+        let seg = if new_len > 0
+            && self.snd_nxt == self.snd_max
+            && self.snd_max + new_len <= self.snd_una + self.snd_wnd
+        {
+            self.tlp.is_retrans = false;
+            let off = self.snd_max;
+            self.send_range(now, off, new_len, false)
+        } else if let Some(last) = self.sent_log.back().copied().filter(|s| s.end > self.snd_una)
+        {
+            self.tlp.is_retrans = true;
+            let off = last.start.max(self.snd_una);
+            self.send_range(now, off, last.end - off, true)
+        } else {
+            self.tlp.end_seq = None;
+            self.set_timer(Timer::Rto, now + self.rtt.rto());
+            return None;
+        };
+        self.tlp.end_seq = Some(self.snd_max);
+        self.stats.tlp_probes += 1;
+        self.set_timer(Timer::Rto, now + self.rtt.rto());
+        Some(seg)
+    }
+
+    /// RFC 8985 §7.4 (Linux `tcp_process_tlp_ack`): an ACK at or past TLP.end_seq ends the
+    /// episode; if the probe was a retransmission and the ACK goes beyond it, the probe
+    /// repaired a loss: reduce the window once. A pure duplicate ACK at it means both copies
+    /// arrived (no D-SACK here): no loss.
+    fn tlp_on_ack(&mut self, now: Instant, ack_off: u64, pure_dup: bool) {
+        let Some(end) = self.tlp.end_seq else {
+            return;
+        };
+        if ack_off < end {
+            return;
+        }
+        if !self.tlp.is_retrans {
+            self.tlp.end_seq = None;
+        } else if ack_off > end {
+            self.tlp.end_seq = None;
+            self.stats.tlp_recoveries += 1;
+            let flight = self.snd_max - self.snd_una;
+            self.cc.on_congestion(now, flight, &mut self.win);
+            if let Some(h) = self.hystart_pp.as_mut() {
+                h.on_loss();
+            }
+            self.tlp.cwr_until = self.snd_max;
+        } else if pure_dup {
+            self.tlp.end_seq = None;
+        }
+    }
+
     fn seq_of(&self, off: u64) -> SeqNumber {
         self.iss + off as u32
     }
@@ -905,6 +1248,11 @@ impl TcpEndpoint {
             self.snd_max = self.snd_max.max(off + 1);
             self.probing = true;
             return Some(seg);
+        }
+        if std::mem::take(&mut self.tlp.pending) {
+            if let Some(seg) = self.send_probe(now) {
+                return Some(seg);
+            }
         }
         if self.in_sack_recovery() {
             return self.poll_sack_recovery(now);
@@ -977,7 +1325,7 @@ impl TcpEndpoint {
         if let Some(r) = self.recovery.as_mut() {
             r.prr_out += len;
         }
-        if self.config.sack_rtt {
+        if self.keeps_log() {
             self.log_sent(now, off, end);
         }
         if retransmission {
@@ -987,7 +1335,12 @@ impl TcpEndpoint {
             if self.rtt_timing.is_some_and(|(o, _)| o > off) {
                 self.rtt_timing = None;
             }
-            if self.config.rto_rearm == RtoRearm::Head && off == self.snd_una {
+            // Linux leaves a pending RACK reordering timer alone here
+            // (`tcp_xmit_retransmit_queue`).
+            if self.config.rto_rearm == RtoRearm::Head
+                && off == self.snd_una
+                && self.timers[Timer::Reo as usize].is_none()
+            {
                 self.set_timer(Timer::Rto, now + self.rtt.rto());
             }
         } else if self.rtt_timing.is_none() && !self.ts_ok {
@@ -997,8 +1350,12 @@ impl TcpEndpoint {
             self.snd_nxt = self.snd_nxt.max(end);
         }
         self.snd_max = self.snd_max.max(end);
-        if self.timers[Timer::Rto as usize].is_none() {
+        if !self.xmit_timer_armed() {
             self.set_timer(Timer::Rto, now + self.rtt.rto());
+        }
+        if !retransmission {
+            // RFC 8985 §7.2: (re)start the probe timer after sending new data.
+            self.schedule_pto(now);
         }
         seg
     }
@@ -1011,6 +1368,8 @@ impl TcpEndpoint {
                 break;
             }
             s.retransmitted = true;
+            s.xmit = now;
+            s.rtx_out = true;
         }
         let logged_to = self.sent_log.back().map_or(0, |s| s.end);
         if end > logged_to.max(off) {
@@ -1021,6 +1380,9 @@ impl TcpEndpoint {
                 sent: now,
                 // Part of a segment sent before (go-back-N over a shorter old segment).
                 retransmitted: start > off,
+                xmit: now,
+                lost: false,
+                rtx_out: false,
             });
         }
     }
@@ -1067,7 +1429,8 @@ impl TcpEndpoint {
             return None;
         }
         let rec = self.recovery?;
-        // NextSeg (1): the first unSACKed byte above HighRxt that IsLost().
+        // NextSeg (1): the first unSACKed byte above HighRxt that IsLost(); with RACK, the
+        // first segment RACK deemed lost and not yet resent.
         let boundary = self.loss_boundary();
         let mut s = rec.high_rxt.max(self.snd_una);
         while s < boundary {
@@ -1076,7 +1439,15 @@ impl TcpEndpoint {
                 None => break,
             }
         }
-        if s < boundary && s < self.snd_max {
+        if self.rack_on() {
+            if let Some((s, e)) = self.rack_next_lost() {
+                let seg = self.send_range(now, s, e - s, true);
+                if let Some(r) = self.recovery.as_mut() {
+                    r.high_rxt = r.high_rxt.max(s + u64::from(seg.payload_len));
+                }
+                return Some(seg);
+            }
+        } else if s < boundary && s < self.snd_max {
             let seg = self.send_range(now, s, self.smss, true);
             let end = s + u64::from(seg.payload_len);
             if let Some(r) = self.recovery.as_mut() {
@@ -1115,6 +1486,9 @@ impl TcpEndpoint {
     /// unSACKed byte already retransmitted (counted twice when it is not deemed lost: §4 (a)
     /// and (b)).
     fn pipe(&self) -> u64 {
+        if self.rack_on() {
+            return self.rack_pipe();
+        }
         let b = self.loss_boundary().max(self.snd_una);
         let unsacked = |a: u64, z: u64| {
             if z > a {
@@ -1141,7 +1515,7 @@ impl TcpEndpoint {
             State::CloseWait => State::LastAck,
             s => s,
         };
-        if self.timers[Timer::Rto as usize].is_none() {
+        if !self.xmit_timer_armed() {
             self.set_timer(Timer::Rto, now + self.rtt.rto());
         }
         Some(seg)
@@ -1218,6 +1592,9 @@ impl TcpEndpoint {
             if self.config.sack_rtt {
                 sack_sent = self.first_sackt(&blocks[..n]).map(|(_, t)| t);
             }
+            if self.rack_on() {
+                self.rack_update(now, ack_off, &mut blocks[..n]);
+            }
             for &(l, r) in &blocks[..n] {
                 new_sack |= self.scoreboard.insert(l, r) > 0;
             }
@@ -1260,16 +1637,40 @@ impl TcpEndpoint {
                 self.on_dup_ack(now, new_sack);
             }
         }
+        if self.tlp.end_seq.is_some() {
+            // Linux `tcp_process_tlp_ack`'s "pure dupack": no data, no window change, nothing
+            // newly acknowledged or SACKed.
+            let pure_dup = ack_off == una_before
+                && !new_sack
+                && seg.payload_len == 0
+                && wnd == old_wnd;
+            self.tlp_on_ack(now, ack_off, pure_dup);
+        }
+        let mut rack_lost = false;
+        if self.rack_on() {
+            rack_lost = self.rack_detect_loss_and_arm_timer(now);
+            if rack_lost && self.recovery.is_none() {
+                self.enter_fast_recovery(now);
+            }
+        }
+        if self.snd_una > una_before {
+            // RFC 8985 §7.2: (re)start the probe timer on an ACK of new data.
+            self.schedule_pto(now);
+        }
         if self.config.prr && self.in_sack_recovery() {
             // DeliveredData (RFC 6937 §3): the change in SND.UNA plus the change in SACKed bytes.
             let delivered =
                 (self.snd_una - una_before + self.scoreboard.total()).saturating_sub(sacked_before);
             let boundary = self.loss_boundary();
-            let newly_lost = boundary > boundary_before.max(self.snd_una)
-                && self
-                    .scoreboard
-                    .covered(boundary_before.max(self.snd_una), boundary)
-                    < boundary - boundary_before.max(self.snd_una);
+            let newly_lost = if self.rack_on() {
+                rack_lost
+            } else {
+                boundary > boundary_before.max(self.snd_una)
+                    && self
+                        .scoreboard
+                        .covered(boundary_before.max(self.snd_una), boundary)
+                        < boundary - boundary_before.max(self.snd_una)
+            };
             self.prr_on_ack(delivered, self.snd_una > una_before && !newly_lost);
         }
     }
@@ -1288,8 +1689,8 @@ impl TcpEndpoint {
         }
         let mss = self.smss;
         // The fast retransmission not yet sent is not in flight yet (Linux counts
-        // `retrans_out` when it goes out).
-        let pending = if rec.prr_out == 0 {
+        // `retrans_out` when it goes out); RACK's pipe already leaves lost segments out.
+        let pending = if rec.prr_out == 0 && !self.rack_on() {
             (rec.high_rxt - self.snd_una) - self.scoreboard.covered(self.snd_una, rec.high_rxt)
         } else {
             0
@@ -1444,7 +1845,7 @@ impl TcpEndpoint {
         let impatient = self.config.partial_ack_timer == PartialAckTimer::First
             && self.recovery.is_some_and(|r| r.partial_acks > 1);
         if self.snd_una >= self.snd_max {
-            self.clear_timer(Timer::Rto);
+            self.clear_xmit_timers();
         } else if !impatient {
             self.set_timer(Timer::Rto, now + self.rtt.rto());
         }
@@ -1460,10 +1861,21 @@ impl TcpEndpoint {
             }
             return;
         }
+        if self.rack_on() {
+            // RACK replaces the DupThresh rule (RFC 8985 §6; Linux `tcp_time_to_recover`
+            // counts duplicates only `!tcp_is_rack`).
+            return;
+        }
         let sack_says_lost = self.uses_sack() && new_sack && self.loss_boundary() > self.snd_una;
         if self.dupacks < self.config.dupthresh && !sack_says_lost {
             return;
         }
+        self.enter_fast_recovery(now);
+    }
+
+    /// Fast retransmit and enter fast recovery (RFC 5681 §3.2, RFC 6582, RFC 6675 §5), unless
+    /// the losses predate the last recovery.
+    fn enter_fast_recovery(&mut self, now: Instant) {
         // No new recovery for losses from before the last one (RFC 6582 §3.2 step 1), nor after
         // an RTO until the cumulative ACK passes what was outstanding then (RFC 6675 §5.1 sets
         // RecoveryPoint = HighData on a timeout): otherwise the SACKs of the go-back-N round
@@ -1484,7 +1896,13 @@ impl TcpEndpoint {
         }
         self.stats.fast_retransmits += 1;
         let flight = (self.snd_max - self.snd_una).saturating_sub(self.limited_sent);
-        self.cc.on_congestion(now, flight, &mut self.win);
+        // A tail loss probe's repair already reduced the window for losses up to
+        // `cwr_until`: once per episode (Linux enters recovery from CWR without a new
+        // `tcp_init_cwnd_reduction`).
+        if self.snd_una >= self.tlp.cwr_until {
+            self.cc.on_congestion(now, flight, &mut self.win);
+        }
+        self.tlp.end_seq = None;
         if let Some(h) = self.hystart_pp.as_mut() {
             h.on_loss();
         }
@@ -1502,6 +1920,13 @@ impl TcpEndpoint {
             self.win.cwnd = self.win.ssthresh + 3 * self.smss;
         }
         self.rtx_now = Some(self.snd_una);
+        if self.rack_on() {
+            self.rtx_now = self.rack_next_lost().map(|(s, _)| s);
+            if self.timers[Timer::Pto as usize].is_some() {
+                // One transmission timer (RFC 8985 §8): no probe in recovery.
+                self.set_timer(Timer::Rto, now + self.rtt.rto());
+            }
+        }
         self.rtt_timing = None;
         if self.config.rto_rearm == RtoRearm::FastRetransmit {
             self.set_timer(Timer::Rto, now + self.rtt.rto());
@@ -1553,6 +1978,7 @@ impl TcpEndpoint {
         }
         self.last_recover = self.snd_max;
         self.recover_by_rto = true;
+        self.tlp.end_seq = None;
         self.dupacks = 0;
         self.rtx_now = None;
         self.rtt_timing = None;
@@ -1802,8 +2228,26 @@ impl TcpEndpoint {
 
     // ---- timers ----
 
+    /// The retransmission timer, RACK's reordering timer and the probe timer are one timer
+    /// of three kinds (RFC 8985 §8): arming one cancels the others.
     fn set_timer(&mut self, t: Timer, at: Instant) {
+        if matches!(t, Timer::Rto | Timer::Reo | Timer::Pto) {
+            self.clear_xmit_timers();
+        }
         self.timers[t as usize] = Some(at);
+    }
+
+    fn clear_xmit_timers(&mut self) {
+        for t in [Timer::Rto, Timer::Reo, Timer::Pto] {
+            self.clear_timer(t);
+        }
+    }
+
+    /// One of the retransmission, reordering and probe timers is armed.
+    fn xmit_timer_armed(&self) -> bool {
+        [Timer::Rto, Timer::Reo, Timer::Pto]
+            .iter()
+            .any(|&t| self.timers[t as usize].is_some())
     }
 
     fn clear_timer(&mut self, t: Timer) {
@@ -1831,6 +2275,12 @@ fn wscale_for(buffer: u64) -> u8 {
         shift += 1;
     }
     shift
+}
+
+/// RACK_sent_after (RFC 8985 §6.2): (t1, seq1) was sent after (t2, seq2), the end sequence
+/// breaking ties between segments sent at the same instant.
+fn sent_after(t1: Instant, seq1: u64, t2: Instant, seq2: u64) -> bool {
+    t1 > t2 || (t1 == t2 && seq1 > seq2)
 }
 
 /// Timestamp clock: milliseconds since scenario start (RFC 7323 §5.4 allows 1 ms to 1 s ticks).
