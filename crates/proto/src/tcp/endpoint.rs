@@ -1058,8 +1058,7 @@ impl TcpEndpoint {
         let first = self.sent_log.partition_point(|s| s.end <= self.snd_una);
         for i in first..self.sent_log.len() {
             let s = self.sent_log[i];
-            if (s.lost && !s.rtx_out) || !sent_after(rack_xmit, self.rack.end_seq, s.xmit, s.end)
-            {
+            if (s.lost && !s.rtx_out) || !sent_after(rack_xmit, self.rack.end_seq, s.xmit, s.end) {
                 continue;
             }
             let from = s.start.max(self.snd_una);
@@ -1159,8 +1158,7 @@ impl TcpEndpoint {
     /// The probe timer fired: the probe goes out on the next poll (RFC 8985 §7.3), unless
     /// recovery began meanwhile.
     fn on_pto(&mut self, now: Instant) {
-        if self.recovery.is_some() || self.tlp.end_seq.is_some() || self.snd_una >= self.snd_max
-        {
+        if self.recovery.is_some() || self.tlp.end_seq.is_some() || self.snd_una >= self.snd_max {
             if self.snd_una < self.snd_max {
                 self.set_timer(Timer::Rto, now + self.rtt.rto());
             }
@@ -1183,7 +1181,11 @@ impl TcpEndpoint {
             self.tlp.is_retrans = false;
             let off = self.snd_max;
             self.send_range(now, off, new_len, false)
-        } else if let Some(last) = self.sent_log.back().copied().filter(|s| s.end > self.snd_una)
+        } else if let Some(last) = self
+            .sent_log
+            .back()
+            .copied()
+            .filter(|s| s.end > self.snd_una)
         {
             self.tlp.is_retrans = true;
             let off = last.start.max(self.snd_una);
@@ -1203,7 +1205,8 @@ impl TcpEndpoint {
     /// episode; if the probe was a retransmission and the ACK goes beyond it, the probe
     /// repaired a loss: reduce the window once. A pure duplicate ACK at it means both copies
     /// arrived (no D-SACK here): no loss.
-    fn tlp_on_ack(&mut self, now: Instant, ack_off: u64, pure_dup: bool) {
+    /// `flight` is FlightSize before this ACK, when the loss was repaired (RFC 5681 eq. 4).
+    fn tlp_on_ack(&mut self, now: Instant, ack_off: u64, pure_dup: bool, flight: u64) {
         let Some(end) = self.tlp.end_seq else {
             return;
         };
@@ -1215,7 +1218,6 @@ impl TcpEndpoint {
         } else if ack_off > end {
             self.tlp.end_seq = None;
             self.stats.tlp_recoveries += 1;
-            let flight = self.snd_max - self.snd_una;
             self.cc.on_congestion(now, flight, &mut self.win);
             if let Some(h) = self.hystart_pp.as_mut() {
                 h.on_loss();
@@ -1640,11 +1642,9 @@ impl TcpEndpoint {
         if self.tlp.end_seq.is_some() {
             // Linux `tcp_process_tlp_ack`'s "pure dupack": no data, no window change, nothing
             // newly acknowledged or SACKed.
-            let pure_dup = ack_off == una_before
-                && !new_sack
-                && seg.payload_len == 0
-                && wnd == old_wnd;
-            self.tlp_on_ack(now, ack_off, pure_dup);
+            let pure_dup =
+                ack_off == una_before && !new_sack && seg.payload_len == 0 && wnd == old_wnd;
+            self.tlp_on_ack(now, ack_off, pure_dup, self.snd_max - una_before);
         }
         let mut rack_lost = false;
         if self.rack_on() {
