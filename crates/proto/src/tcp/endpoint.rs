@@ -2377,3 +2377,203 @@ mod prr_tests {
         assert_eq!(ep.cwnd(), 6000);
     }
 }
+
+#[cfg(test)]
+mod rack_tests {
+    use super::*;
+    use crate::tcp::Profile;
+    use proptest::prelude::*;
+
+    const MS: u64 = 1_000_000;
+
+    /// An established SACK sender (SMSS 1000, `rack` and `tlp` on) with `n` segments of 1000
+    /// bytes sent at `sent_ms[i]` ms (offsets 1..), SRTT 100 ms.
+    fn sender(sent_ms: &[u64]) -> TcpEndpoint {
+        let mut c = TcpConfig::for_profile(Profile::Rfc);
+        c.mss = 1000;
+        c.rack = true;
+        c.tlp = true;
+        let mut ep = TcpEndpoint::new(c, (Ipv4Addr::LOCALHOST, 1), (Ipv4Addr::LOCALHOST, 2), 0);
+        ep.state = State::Established;
+        ep.sack_ok = true;
+        ep.smss = 1000;
+        ep.win.mss = 1000;
+        ep.snd_una = 1;
+        ep.snd_wnd = 1 << 20;
+        ep.rtt.on_sample(Duration(100 * MS));
+        for (i, &t) in sent_ms.iter().enumerate() {
+            let start = 1 + 1000 * i as u64;
+            ep.sent_log.push_back(SentSegment {
+                start,
+                end: start + 1000,
+                sent: Instant(t * MS),
+                retransmitted: false,
+                xmit: Instant(t * MS),
+                lost: false,
+                rtx_out: false,
+            });
+        }
+        ep.snd_nxt = 1 + 1000 * sent_ms.len() as u64;
+        ep.snd_max = ep.snd_nxt;
+        ep.app_written = ep.snd_max - 1;
+        ep
+    }
+
+    /// RFC 8985 §6.2 step 4: reo_wnd is 0 in recovery or with DupThresh segments SACKed until
+    /// reordering is seen; then min(min_RTT/4, SRTT).
+    #[test]
+    fn reo_wnd_zero_until_reordering_then_a_quarter_of_min_rtt() {
+        let mut ep = sender(&[0, 0, 0, 0, 0]);
+        ep.rack.min_rtt = Some(Duration(80 * MS));
+        assert_eq!(ep.rack_reo_wnd(), Duration(20 * MS));
+        ep.scoreboard.insert(1001, 3001);
+        assert_eq!(ep.sacked_segments(), 2);
+        assert_eq!(ep.rack_reo_wnd(), Duration(20 * MS), "2 SACKed < DupThresh");
+        ep.scoreboard.insert(3001, 4001);
+        assert_eq!(ep.sacked_segments(), 3);
+        assert_eq!(ep.rack_reo_wnd(), Duration::ZERO);
+        ep.rack.reordering_seen = true;
+        assert_eq!(ep.rack_reo_wnd(), Duration(20 * MS));
+        // min_RTT/4 above SRTT (100 ms): SRTT bounds it.
+        ep.rack.min_rtt = Some(Duration(600 * MS));
+        assert_eq!(ep.rack_reo_wnd(), Duration(100 * MS));
+        let mut ep = sender(&[0, 0]);
+        ep.rack.min_rtt = Some(Duration(80 * MS));
+        ep.recover_by_rto = true;
+        ep.last_recover = ep.snd_max;
+        assert_eq!(ep.rack_reo_wnd(), Duration::ZERO, "RTO recovery");
+    }
+
+    /// Step 2: the newest delivered segment sets RACK.xmit_ts/end_seq/rtt; a retransmitted one
+    /// delivered faster than min_RTT is skipped; step 3: one never resent below RACK.fack is
+    /// reordering.
+    #[test]
+    fn update_takes_the_most_recently_sent_and_flags_reordering() {
+        let mut ep = sender(&[0, 10, 20, 30]);
+        ep.rack_update(Instant(150 * MS), 1, &mut [(2001, 3001), (1001, 2001)]);
+        assert_eq!(ep.rack.xmit_ts, Some(Instant(20 * MS)));
+        assert_eq!(ep.rack.end_seq, 3001);
+        assert_eq!(ep.rack.rtt, Duration(130 * MS));
+        assert_eq!(ep.rack.min_rtt, Some(Duration(130 * MS)));
+        assert_eq!(ep.rack.fack, 3001);
+        assert!(!ep.rack.reordering_seen);
+        ep.scoreboard.insert(1001, 3001);
+        // The head arrives late: cumulatively acknowledged below fack, never resent.
+        ep.rack_update(Instant(160 * MS), 3001, &mut []);
+        assert!(ep.rack.reordering_seen);
+        assert_eq!(
+            ep.rack.xmit_ts,
+            Some(Instant(20 * MS)),
+            "older than RACK.xmit_ts"
+        );
+        assert_eq!(ep.rack.rtt, Duration(160 * MS));
+        assert_eq!(ep.rack.min_rtt, Some(Duration(130 * MS)));
+        // A retransmission of 3001:4001 at 100 ms SACKed 20 ms later (< min_RTT): ambiguous.
+        ep.sent_log[3].retransmitted = true;
+        ep.sent_log[3].xmit = Instant(100 * MS);
+        ep.rack_update(Instant(120 * MS), 3001, &mut [(3001, 4001)]);
+        assert_eq!(ep.rack.xmit_ts, Some(Instant(20 * MS)));
+        ep.rack_update(Instant(240 * MS), 3001, &mut [(3001, 4001)]);
+        assert_eq!(ep.rack.xmit_ts, Some(Instant(100 * MS)));
+        assert_eq!(ep.rack.rtt, Duration(140 * MS));
+    }
+
+    /// Step 5: segments sent before RACK.xmit_ts are lost after RACK.rtt + reo_wnd; the timer
+    /// is armed for the longest wait left (RFC 8985 takes the maximum).
+    #[test]
+    fn detect_loss_marks_by_time_and_arms_the_timer_for_the_longest_wait() {
+        let mut ep = sender(&[0, 30, 60, 90]);
+        ep.rack.min_rtt = Some(Duration(100 * MS));
+        ep.rack.xmit_ts = Some(Instant(90 * MS));
+        ep.rack.end_seq = 4001;
+        ep.rack.rtt = Duration(100 * MS);
+        ep.scoreboard.insert(3001, 4001);
+        // wait = 100 + 25 ms: at 140 ms, 0:1000 (sent at 0) has waited 140 ≥ 125: lost;
+        // 1001 (30 ms) waits 15 ms more, 2001 (60 ms) 45 ms more.
+        assert!(ep.rack_detect_loss_and_arm_timer(Instant(140 * MS)));
+        assert!(ep.sent_log[0].lost && !ep.sent_log[1].lost && !ep.sent_log[2].lost);
+        assert_eq!(ep.timers[Timer::Reo as usize], Some(Instant(185 * MS)));
+        assert_eq!(ep.timers[Timer::Rto as usize], None, "one timer");
+        assert_eq!(ep.stats.rack_marked_lost, 1);
+        assert_eq!(ep.rack_next_lost(), Some((1, 1001)));
+        // Marked lost, not yet resent: skipped, not counted again.
+        assert!(ep.rack_detect_loss_and_arm_timer(Instant(185 * MS)));
+        assert_eq!(ep.stats.rack_marked_lost, 3);
+        assert_eq!(ep.timers[Timer::Reo as usize], Some(Instant(185 * MS)));
+    }
+
+    /// RFC 8985 §7.2: PTO = 2·SRTT, + WCDelAckT with one segment in flight, at most the RTO.
+    #[test]
+    fn pto_is_two_srtt_plus_ack_delay_for_one_segment_and_never_after_the_rto() {
+        let now = Instant(1000 * MS);
+        let mut ep = sender(&[0, 0]);
+        ep.schedule_pto(now);
+        assert_eq!(ep.timers[Timer::Pto as usize], Some(Instant(1200 * MS)));
+        let mut ep = sender(&[0]);
+        ep.schedule_pto(now);
+        assert_eq!(ep.timers[Timer::Pto as usize], Some(Instant(1400 * MS)));
+        let mut ep = sender(&[0, 0]);
+        ep.set_timer(Timer::Rto, Instant(1150 * MS));
+        ep.schedule_pto(now);
+        assert_eq!(ep.timers[Timer::Pto as usize], Some(Instant(1150 * MS)));
+        assert_eq!(ep.timers[Timer::Rto as usize], None);
+        // Nothing SACKed, no recovery, no probe out: otherwise no probe timer.
+        for f in [
+            |e: &mut TcpEndpoint| {
+                e.scoreboard.insert(1001, 2001);
+            },
+            |e: &mut TcpEndpoint| e.tlp.end_seq = Some(5),
+            |e: &mut TcpEndpoint| e.snd_una = e.snd_max,
+        ] {
+            let mut ep = sender(&[0, 0]);
+            f(&mut ep);
+            ep.schedule_pto(now);
+            assert_eq!(ep.timers[Timer::Pto as usize], None);
+        }
+        // No SRTT yet: 1 s.
+        let mut ep = sender(&[0, 0]);
+        ep.rtt = RttEstimator::new(
+            Duration::from_secs(3),
+            Duration::from_secs(1),
+            Duration::from_secs(60),
+            Duration(MS),
+        );
+        ep.schedule_pto(now);
+        assert_eq!(ep.timers[Timer::Pto as usize], Some(Instant(2000 * MS)));
+    }
+
+    proptest! {
+        /// RACK's pipe equals a byte-by-byte count: an unSACKed byte counts once unless lost,
+        /// once more while retransmitted and in flight.
+        #[test]
+        fn rack_pipe_counts_each_byte(
+            marks in proptest::collection::vec((any::<bool>(), any::<bool>()), 1..20),
+            sacks in proptest::collection::vec((0u64..20_000, 1u64..3000), 0..4),
+            una in 1u64..5000,
+        ) {
+            let mut ep = sender(&vec![0; marks.len()]);
+            for (s, &(lost, rtx)) in ep.sent_log.iter_mut().zip(&marks) {
+                s.lost = lost;
+                s.rtx_out = rtx;
+            }
+            let una = una.min(ep.snd_max);
+            ep.snd_una = una;
+            for &(l, len) in &sacks {
+                let l = l.max(una).min(ep.snd_max);
+                let r = (l + len).min(ep.snd_max);
+                if l < r {
+                    ep.scoreboard.insert(l, r);
+                }
+            }
+            let mut want = 0;
+            for b in una..ep.snd_max {
+                if ep.scoreboard.containing(b).is_some() {
+                    continue;
+                }
+                let (lost, rtx) = marks[((b - 1) / 1000) as usize];
+                want += u64::from(!lost) + u64::from(rtx);
+            }
+            prop_assert_eq!(ep.rack_pipe(), want);
+        }
+    }
+}
