@@ -964,11 +964,12 @@ impl TcpEndpoint {
     /// end_seq and rtt from the most recently sent of them, RACK.min_RTT, and reordering.
     fn rack_update(&mut self, now: Instant, ack_off: u64, blocks: &mut [(u64, u64)]) {
         blocks.sort_unstable();
-        let mut delivered = Vec::new();
+        let mut newest: Option<(SentSegment, Duration)> = None;
+        let una = self.snd_una;
         for s in self.sent_log.iter().take_while(|s| s.end <= ack_off) {
-            let from = s.start.max(self.snd_una);
+            let from = s.start.max(una);
             if self.scoreboard.covered(from, s.end) < s.end - from {
-                delivered.push(*s);
+                rack_deliver(&mut self.rack, &mut newest, s, now);
             }
         }
         for &(l, r) in blocks.iter() {
@@ -978,29 +979,8 @@ impl TcpEndpoint {
                     break;
                 }
                 if self.scoreboard.covered(s.start, s.end) < s.end - s.start {
-                    delivered.push(*s);
+                    rack_deliver(&mut self.rack, &mut newest, s, now);
                 }
-            }
-        }
-        let mut newest: Option<(SentSegment, Duration)> = None;
-        for s in delivered {
-            // Step 3: a segment never resent delivered below RACK.fack was reordered.
-            if s.end > self.rack.fack {
-                self.rack.fack = s.end;
-            } else if s.end < self.rack.fack && !s.retransmitted {
-                self.rack.reordering_seen = true;
-            }
-            let rtt = now.saturating_since(s.xmit);
-            // Step 2: an ACK of a retransmitted segment faster than min_RTT is for the
-            // original: no sample (RFC 8985 also checks the TSecr; Linux only min_RTT).
-            if s.retransmitted && self.rack.min_rtt.is_some_and(|m| rtt < m) {
-                continue;
-            }
-            if !s.retransmitted {
-                self.rack.min_rtt = Some(self.rack.min_rtt.map_or(rtt, |m| m.min(rtt)));
-            }
-            if newest.is_none_or(|(n, _)| sent_after(s.xmit, s.end, n.xmit, n.end)) {
-                newest = Some((s, rtt));
             }
         }
         if let Some((s, rtt)) = newest {
@@ -2276,6 +2256,34 @@ fn wscale_for(buffer: u64) -> u8 {
         shift += 1;
     }
     shift
+}
+
+/// RFC 8985 §6.2 steps 2–3 for one delivered segment `s`, in ascending end order: RACK.fack,
+/// reordering, min_RTT, and `newest`, the most recently sent segment delivered with its RTT.
+fn rack_deliver(
+    rack: &mut Rack,
+    newest: &mut Option<(SentSegment, Duration)>,
+    s: &SentSegment,
+    now: Instant,
+) {
+    // Step 3: a segment never resent delivered below RACK.fack was reordered.
+    if s.end > rack.fack {
+        rack.fack = s.end;
+    } else if s.end < rack.fack && !s.retransmitted {
+        rack.reordering_seen = true;
+    }
+    let rtt = now.saturating_since(s.xmit);
+    // Step 2: an ACK of a retransmitted segment faster than min_RTT is for the original: no
+    // sample (RFC 8985 also checks the TSecr; Linux `tcp_rack_advance` only min_RTT).
+    if s.retransmitted && rack.min_rtt.is_some_and(|m| rtt < m) {
+        return;
+    }
+    if !s.retransmitted {
+        rack.min_rtt = Some(rack.min_rtt.map_or(rtt, |m| m.min(rtt)));
+    }
+    if newest.is_none_or(|(n, _)| sent_after(s.xmit, s.end, n.xmit, n.end)) {
+        *newest = Some((*s, rtt));
+    }
 }
 
 /// RACK_sent_after (RFC 8985 §6.2): (t1, seq1) was sent after (t2, seq2), the end sequence
