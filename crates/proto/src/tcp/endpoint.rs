@@ -104,6 +104,9 @@ struct Rack {
     fack: u64,
     /// RACK.reordering_seen: a never retransmitted segment was delivered below RACK.fack.
     reordering_seen: bool,
+    /// Segments marked lost could not start a recovery (a timeout's go-back-N was still
+    /// below its recovery point): try again on later ACKs.
+    deferred: bool,
 }
 
 /// Tail loss probe state (RFC 8985 §7).
@@ -1063,6 +1066,12 @@ impl TcpEndpoint {
         lost
     }
 
+    /// Enter recovery for the segments RACK deemed lost, if any is still to be resent; if the
+    /// recovery point holds it back, remember to try again.
+    fn rack_start_recovery(&mut self, now: Instant) {
+        self.rack.deferred = self.rack_next_lost().is_some() && !self.enter_fast_recovery(now);
+    }
+
     /// The first segment RACK deemed lost and not resent since: (first unSACKed byte, end).
     fn rack_next_lost(&self) -> Option<(u64, u64)> {
         let first = self.sent_log.partition_point(|s| s.end <= self.snd_una);
@@ -1103,7 +1112,7 @@ impl TcpEndpoint {
             return;
         }
         if self.rack_detect_loss_and_arm_timer(now) && self.recovery.is_none() {
-            self.enter_fast_recovery(now);
+            self.rack_start_recovery(now);
         }
         if !self.xmit_timer_armed() {
             self.set_timer(Timer::Rto, now + self.rtt.rto());
@@ -1558,6 +1567,7 @@ impl TcpEndpoint {
         }
         let ack_off = ack_off as u64;
         let una_before = self.snd_una;
+        let recovery_before = self.recovery.is_some();
         let sacked_before = self.scoreboard.total();
         let boundary_before = self.loss_boundary();
         let mut new_sack = false;
@@ -1630,8 +1640,10 @@ impl TcpEndpoint {
         let mut rack_lost = false;
         if self.rack_on() {
             rack_lost = self.rack_detect_loss_and_arm_timer(now);
-            if rack_lost && self.recovery.is_none() {
-                self.enter_fast_recovery(now);
+            // Segments deemed lost and not resent also start a recovery once the last one
+            // ended (Linux `tcp_time_to_recover`: `lost_out`).
+            if self.recovery.is_none() && (rack_lost || self.rack.deferred || recovery_before) {
+                self.rack_start_recovery(now);
             }
         }
         if self.snd_una > una_before {
@@ -1856,7 +1868,7 @@ impl TcpEndpoint {
 
     /// Fast retransmit and enter fast recovery (RFC 5681 §3.2, RFC 6582, RFC 6675 §5), unless
     /// the losses predate the last recovery.
-    fn enter_fast_recovery(&mut self, now: Instant) {
+    fn enter_fast_recovery(&mut self, now: Instant) -> bool {
         // No new recovery for losses from before the last one (RFC 6582 §3.2 step 1), nor after
         // an RTO until the cumulative ACK passes what was outstanding then (RFC 6675 §5.1 sets
         // RecoveryPoint = HighData on a timeout): otherwise the SACKs of the go-back-N round
@@ -1873,7 +1885,7 @@ impl TcpEndpoint {
             && below_recover
             && self.last_recover > 0
         {
-            return;
+            return false;
         }
         self.stats.fast_retransmits += 1;
         let flight = (self.snd_max - self.snd_una).saturating_sub(self.limited_sent);
@@ -1912,6 +1924,7 @@ impl TcpEndpoint {
         if self.config.rto_rearm == RtoRearm::FastRetransmit {
             self.set_timer(Timer::Rto, now + self.rtt.rto());
         }
+        true
     }
 
     fn on_rto(&mut self, now: Instant) {
