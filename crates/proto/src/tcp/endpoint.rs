@@ -2564,6 +2564,30 @@ mod rack_tests {
         assert_eq!(ep.timers[Timer::Pto as usize], Some(Instant(2000 * MS)));
     }
 
+    /// Segments deemed lost during a timeout's go-back-N wait for the recovery point, then
+    /// start a recovery that resends the first of them (not SND.UNA's segment).
+    #[test]
+    fn lost_marks_below_the_recovery_point_start_recovery_later() {
+        let mut ep = sender(&[0, 0, 0, 0]);
+        ep.recover_by_rto = true;
+        ep.last_recover = 2001;
+        ep.sent_log[2].lost = true;
+        ep.rack_start_recovery(Instant(MS));
+        assert!(ep.recovery.is_none() && ep.rack.deferred);
+        ep.snd_una = 2001;
+        ep.sent_log.pop_front();
+        ep.sent_log.pop_front();
+        ep.rack_start_recovery(Instant(MS));
+        assert!(!ep.rack.deferred);
+        assert_eq!(ep.recovery.map(|r| r.recover), Some(4001));
+        assert_eq!(ep.rtx_now, Some(2001));
+        assert_eq!(ep.stats.fast_retransmits, 1);
+        // Nothing left to resend: no recovery, nothing deferred.
+        let mut ep = sender(&[0, 0]);
+        ep.rack_start_recovery(Instant(MS));
+        assert!(ep.recovery.is_none() && !ep.rack.deferred);
+    }
+
     proptest! {
         /// RACK's pipe equals a byte-by-byte count: an unSACKed byte counts once unless lost,
         /// once more while retransmitted and in flight.
