@@ -2582,6 +2582,14 @@ mod rack_tests {
         assert_eq!(ep.recovery.map(|r| r.recover), Some(4001));
         assert_eq!(ep.rtx_now, Some(2001));
         assert_eq!(ep.stats.fast_retransmits, 1);
+        // A segment deemed lost whose original was SACKed after all is not resent.
+        let mut ep = sender(&[0, 0, 0]);
+        ep.sent_log[0].lost = true;
+        ep.sent_log[1].lost = true;
+        ep.scoreboard.insert(1, 1001);
+        assert_eq!(ep.rack_next_lost(), Some((1001, 2001)));
+        ep.sent_log[1].rtx_out = true;
+        assert_eq!(ep.rack_next_lost(), None);
         // Nothing left to resend: no recovery, nothing deferred.
         let mut ep = sender(&[0, 0]);
         ep.rack_start_recovery(Instant(MS));
