@@ -2596,6 +2596,31 @@ mod rack_tests {
         assert!(ep.recovery.is_none() && !ep.rack.deferred);
     }
 
+    /// The reordering timer in recovery (reo_wnd 0): it marks the segment that was still
+    /// inside RACK.rtt, starts no second recovery, and hands over to the retransmission timer.
+    #[test]
+    fn rack_timer_in_recovery_marks_without_a_second_recovery() {
+        let mut ep = sender(&[0, 50, 100, 150]);
+        ep.rack.xmit_ts = Some(Instant(150 * MS));
+        ep.rack.end_seq = 4001;
+        ep.rack.rtt = Duration(100 * MS);
+        ep.rack.min_rtt = Some(Duration(100 * MS));
+        ep.scoreboard.insert(3001, 4001);
+        ep.sent_log[0].lost = true;
+        assert!(ep.enter_fast_recovery(Instant(180 * MS)));
+        // 1001 (sent at 50 ms) has waited 130 ≥ 100 ms; 2001 (100 ms) has 20 ms to go.
+        assert!(ep.rack_detect_loss_and_arm_timer(Instant(180 * MS)));
+        assert_eq!(ep.timers[Timer::Reo as usize], Some(Instant(200 * MS)));
+        ep.timers[Timer::Reo as usize] = None; // as handle_timeout takes it
+        ep.on_rack_timer(Instant(200 * MS));
+        assert!(ep.sent_log[2].lost);
+        assert_eq!(ep.stats.fast_retransmits, 1);
+        assert_eq!(
+            ep.timers[Timer::Rto as usize],
+            Some(Instant(200 * MS) + ep.rtt.rto())
+        );
+    }
+
     proptest! {
         /// RACK's pipe equals a byte-by-byte count: an unSACKed byte counts once unless lost,
         /// once more while retransmitted and in flight.
