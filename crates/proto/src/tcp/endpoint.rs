@@ -2546,6 +2546,17 @@ mod rack_tests {
             },
             |e: &mut TcpEndpoint| e.tlp.end_seq = Some(5),
             |e: &mut TcpEndpoint| e.snd_una = e.snd_max,
+            // In recovery after the SACKed data was cumulatively acknowledged.
+            |e: &mut TcpEndpoint| {
+                e.sent_log[0].lost = true;
+                e.enter_fast_recovery(Instant::ZERO);
+            },
+            |e: &mut TcpEndpoint| {
+                e.recover_by_rto = true;
+                e.last_recover = e.snd_max;
+            },
+            |e: &mut TcpEndpoint| e.timers[Timer::Reo as usize] = Some(Instant(MS)),
+            |e: &mut TcpEndpoint| e.timers[Timer::Persist as usize] = Some(Instant(MS)),
         ] {
             let mut ep = sender(&[0, 0]);
             f(&mut ep);
