@@ -12,7 +12,9 @@
 # Env: SATPEP_BIN (skip the build; use this binary), MAX_LOAD, SECS (iperf3 -t, default 42),
 #      WINDOW (goodput window in s after the first data ACK, default 40), SIM_RUNS (simulator
 #      runs per case, default RUNS; the table then compares RUNS emu runs with SIM_RUNS sim runs),
-#      CASES (emulator cases to run, e.g. "cubic:0.01 reno:0.001"; default all six).
+#      CASES (emulator cases to run, e.g. "cubic:0.01 reno:0.001"; default all six),
+#      SIM_SET (extra `--set` overrides for the simulator runs, space-separated, e.g.
+#      "defaults.tcp.rack=false defaults.tcp.tlp=false" for the model without RACK-TLP).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs="${1:-5}"
@@ -51,6 +53,8 @@ wait_quiet() {
     done
 }
 
+sim_set=()
+for kv in ${SIM_SET:-}; do sim_set+=(--set "$kv"); done
 cases=()
 for per in 0 0.001 0.01; do for cc in cubic reno; do cases+=("$cc:$per"); done; done
 # CASES="cubic:0.01 reno:0.01 ..." restricts the emulator runs to those cases (e.g. to add runs
@@ -63,7 +67,8 @@ for i in $(seq 1 "$sim_runs"); do
         if [ ! -f "$c/sim-$i/result.json" ]; then
             mkdir -p "$c"
             "$bin" sim "$sc" --seed "$i" --set "link.fwd.error.per=$per" \
-                --set defaults.tcp.profile=linux --set "defaults.tcp.cc=$cc" --out "$c/sim-$i" -q >/dev/null
+                --set defaults.tcp.profile=linux --set "defaults.tcp.cc=$cc" "${sim_set[@]}" \
+                --out "$c/sim-$i" -q >/dev/null
             python3 $here/analyze.py "$c/sim-$i" sim "$window" >"$c/sim-$i/result.json"
         fi
     done

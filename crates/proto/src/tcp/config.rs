@@ -45,8 +45,8 @@ pub enum Profile {
     Rfc,
     /// Linux (v6.x) where it departs from the RFCs: 200 ms minimum RTO, the timer re-armed when
     /// the head is retransmitted, ssthresh from cwnd, quick ACKs at the start, no slow-start
-    /// byte-counting limit, CUBIC's HyStart, RTT samples from SACKed data, PRR. RACK-TLP is not
-    /// modelled (docs/tcp-profiles.md).
+    /// byte-counting limit, CUBIC's HyStart, RTT samples from SACKed data, PRR, RACK-TLP
+    /// (docs/tcp-profiles.md).
     Linux,
     /// ns-2.35's one-way agents and `TCPSink` with their default variables: timer restarted on
     /// every retransmission, Reno's recover check (`bugFix_`), ssthresh from the window at a
@@ -265,6 +265,19 @@ tcp_config! {
     /// `tcp_cwnd_reduction`) sets cwnd on each ACK of SACK recovery instead of RFC 6675's
     /// cwnd = ssthresh at once. Default: false; `linux`: true.
     prr: bool,
+    /// RACK (RFC 8985 §6): with SACK, a segment is lost once a segment sent after it is
+    /// delivered and it stays unacknowledged for RACK.rtt plus a reordering window of
+    /// min(min_RTT/4, SRTT) (0 in recovery and once DupThresh segments are SACKed, until
+    /// reordering is seen); this replaces the DupThresh rule (RFC 6675 IsLost) and a timer
+    /// marks what the window still holds back. Default: false; `linux`: true
+    /// (`tcp_recovery = 1`, `tcp_rack_mark_lost`).
+    rack: bool,
+    /// Tail loss probe (RFC 8985 §7): with SACK and nothing SACKed outside recovery, a probe
+    /// timer of 2·SRTT (+ 200 ms with one segment in flight) sends one new segment, or the
+    /// last one again, so that a tail loss is repaired by SACK recovery instead of a
+    /// timeout. Default: false; `linux`: true (`tcp_early_retrans = 3`,
+    /// `tcp_schedule_loss_probe`).
+    tlp: bool,
 }
 
 impl TcpConfig {
@@ -304,6 +317,8 @@ impl TcpConfig {
             hystart: Hystart::Off,
             sack_rtt: false,
             prr: false,
+            rack: false,
+            tlp: false,
         };
         match p {
             Profile::Rfc => rfc,
@@ -323,6 +338,8 @@ impl TcpConfig {
                 hystart: Hystart::Linux,
                 sack_rtt: true,
                 prr: true,
+                rack: true,
+                tlp: true,
                 ..rfc
             },
             Profile::Ns2 => Self {

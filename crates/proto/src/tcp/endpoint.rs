@@ -17,7 +17,8 @@
 //!
 //! What the model leaves out (on purpose, for now): TIME-WAIT lasts zero time (the endpoint stays
 //! in `TimeWait` and still answers a retransmitted FIN), PRR (RFC 6937) only in SACK recovery
-//! and only with `prr` (otherwise RFC 6675 as written), no D-SACK or reneging, no ECN, no Nagle (applications write in large
+//! and only with `prr` (otherwise RFC 6675 as written), RACK-TLP (RFC 8985) only with
+//! `rack`/`tlp` and SACK, no D-SACK (so RACK's reordering window never grows) or reneging, no ECN, no Nagle (applications write in large
 //! blocks), no urgent data, no RST generation for unknown connections (the host counts them).
 
 use std::collections::VecDeque;
@@ -68,14 +69,59 @@ enum Timer {
     DelayedAck = 1,
     Persist = 2,
     AppRead = 3,
+    /// RACK reordering timer (RFC 8985 §6.3).
+    Reo = 4,
+    /// TLP probe timeout (RFC 8985 §7.2).
+    Pto = 5,
 }
 
-const TIMERS: [Timer; 4] = [
+const TIMERS: [Timer; 6] = [
     Timer::Rto,
     Timer::DelayedAck,
     Timer::Persist,
     Timer::AppRead,
+    Timer::Reo,
+    Timer::Pto,
 ];
+
+/// WCDelAckT, the worst-case delayed-ACK time a probe waits for when one segment is in flight
+/// (RFC 8985 §7.2; Linux adds `TCP_RTO_MIN`, also 200 ms).
+const TLP_MAX_ACK_DELAY: Duration = Duration(200_000_000);
+
+/// RACK's state (RFC 8985 §6.1).
+#[derive(Clone, Copy, Debug, Default)]
+struct Rack {
+    /// RACK.xmit_ts: latest send time of the most recently sent segment delivered.
+    xmit_ts: Option<Instant>,
+    /// RACK.end_seq: its end (orders segments sent at the same instant).
+    end_seq: u64,
+    /// RACK.rtt: RTT of that segment's last transmission.
+    rtt: Duration,
+    /// RACK.min_RTT: least RTT of segments never retransmitted, over the connection (Linux
+    /// keeps a 300 s windowed minimum, `tcp_min_rtt_wlen`).
+    min_rtt: Option<Duration>,
+    /// RACK.fack: highest end of a delivered segment.
+    fack: u64,
+    /// RACK.reordering_seen: a never retransmitted segment was delivered below RACK.fack.
+    reordering_seen: bool,
+    /// Segments marked lost could not start a recovery (a timeout's go-back-N was still
+    /// below its recovery point): try again on later ACKs.
+    deferred: bool,
+}
+
+/// Tail loss probe state (RFC 8985 §7).
+#[derive(Clone, Copy, Debug, Default)]
+struct Tlp {
+    /// TLP.end_seq: SND.NXT when the probe of the current episode was sent.
+    end_seq: Option<u64>,
+    /// TLP.is_retrans: the probe resent the last segment (no new data could go).
+    is_retrans: bool,
+    /// The probe timer fired: send the probe on the next poll.
+    pending: bool,
+    /// The probe repaired a loss and cwnd was reduced: no second reduction for losses found
+    /// before this offset is acknowledged (Linux's CWR state until `high_seq`).
+    cwr_until: u64,
+}
 
 /// Loss recovery in progress (fast recovery of RFC 5681/6582 or SACK recovery of RFC 6675).
 #[derive(Clone, Copy, Debug)]
@@ -105,6 +151,13 @@ struct SentSegment {
     sent: Instant,
     /// Sent again since: Karn's rule keeps it from giving an RTT sample.
     retransmitted: bool,
+    /// Latest transmission (RACK's Segment.xmit_ts).
+    xmit: Instant,
+    /// RACK deemed it lost.
+    lost: bool,
+    /// Retransmitted since it was last deemed lost, or retransmitted not lost (a probe): in
+    /// flight once more (Linux `TCPCB_SACKED_RETRANS`).
+    rtx_out: bool,
 }
 
 /// A TCP endpoint. See the module documentation for the call order.
@@ -143,8 +196,10 @@ pub struct TcpEndpoint {
     /// HyStart++ (`hystart = "rfc9406"`).
     hystart_pp: Option<HystartPlusPlus>,
     /// Segments sent and not yet cumulatively acknowledged, in offset order (only with
-    /// `sack_rtt`; Linux keeps the same send times on its retransmit queue).
+    /// `sack_rtt`, `rack` or `tlp`; Linux keeps the same send times on its retransmit queue).
     sent_log: VecDeque<SentSegment>,
+    rack: Rack,
+    tlp: Tlp,
     rtt: RttEstimator,
     /// Karn's rule without timestamps: (offset whose ACK ends the sample, send time).
     rtt_timing: Option<(u64, Instant)>,
@@ -191,7 +246,7 @@ pub struct TcpEndpoint {
     ts_offset: u32,
     last_ack_sent: u64,
 
-    timers: [Option<Instant>; 4],
+    timers: [Option<Instant>; 6],
     stats: TcpStats,
     established_at: Option<Instant>,
     /// The owner reads received data explicitly with [`TcpEndpoint::read_to`] (relays).
@@ -236,6 +291,8 @@ impl TcpEndpoint {
             cc: AnyCc::new(config.cc, config.ca_byte_counting, config.hystart),
             hystart_pp: (config.hystart == Hystart::Rfc9406).then(HystartPlusPlus::default),
             sent_log: VecDeque::new(),
+            rack: Rack::default(),
+            tlp: Tlp::default(),
             win: Window {
                 cwnd: mss,
                 ssthresh,
@@ -290,7 +347,7 @@ impl TcpEndpoint {
             ts_recent: 0,
             ts_offset: 0,
             last_ack_sent: 0,
-            timers: [None; 4],
+            timers: [None; 6],
             stats: TcpStats::default(),
             established_at: None,
             manual_read: false,
@@ -455,7 +512,7 @@ impl TcpEndpoint {
                     self.back_to_listen();
                 } else {
                     self.state = State::Closed;
-                    self.timers = [None; 4];
+                    self.timers = [None; 6];
                 }
             }
             return;
@@ -593,6 +650,8 @@ impl TcpEndpoint {
                     Timer::DelayedAck => self.ack_now = true,
                     Timer::Persist => self.on_persist(now),
                     Timer::AppRead => self.maybe_window_update(),
+                    Timer::Reo => self.on_rack_timer(now),
+                    Timer::Pto => self.on_pto(now),
                 }
             }
         }
@@ -883,6 +942,282 @@ impl TcpEndpoint {
         self.recovery.is_some() && self.uses_sack()
     }
 
+    /// Segments are logged with their send times (`sack_rtt`, RACK, TLP).
+    fn keeps_log(&self) -> bool {
+        self.config.sack_rtt || self.config.rack || self.config.tlp
+    }
+
+    /// RACK loss detection runs (it needs SACK: RFC 8985 §5).
+    fn rack_on(&self) -> bool {
+        self.config.rack && self.uses_sack()
+    }
+
+    /// Tail loss probes run (SACK needed to tell which segment the probe repaired, §7).
+    fn tlp_on(&self) -> bool {
+        self.config.tlp && self.uses_sack()
+    }
+
+    /// The go-back-N after a timeout still runs (Linux's `TCP_CA_Loss`).
+    fn in_rto_recovery(&self) -> bool {
+        self.recover_by_rto && self.snd_una < self.last_recover
+    }
+
+    /// RFC 8985 §6.2 steps 2–3 for the segments this ACK delivers (cumulatively below
+    /// `ack_off` or inside the SACK `blocks`, before they enter the scoreboard): RACK.xmit_ts,
+    /// end_seq and rtt from the most recently sent of them, RACK.min_RTT, and reordering.
+    fn rack_update(&mut self, now: Instant, ack_off: u64, blocks: &mut [(u64, u64)]) {
+        blocks.sort_unstable();
+        let mut newest: Option<(SentSegment, Duration)> = None;
+        let una = self.snd_una;
+        for s in self.sent_log.iter().take_while(|s| s.end <= ack_off) {
+            let from = s.start.max(una);
+            if self.scoreboard.covered(from, s.end) < s.end - from {
+                rack_deliver(&mut self.rack, &mut newest, s, now);
+            }
+        }
+        for &(l, r) in blocks.iter() {
+            let first = self.sent_log.partition_point(|s| s.start < l);
+            for s in self.sent_log.range(first..) {
+                if s.end > r {
+                    break;
+                }
+                if self.scoreboard.covered(s.start, s.end) < s.end - s.start {
+                    rack_deliver(&mut self.rack, &mut newest, s, now);
+                }
+            }
+        }
+        if let Some((s, rtt)) = newest {
+            // In ascending order of xmit_ts the last sample processed sets RACK.rtt.
+            self.rack.rtt = rtt;
+            let after = self
+                .rack
+                .xmit_ts
+                .is_none_or(|t| sent_after(s.xmit, s.end, t, self.rack.end_seq));
+            if after {
+                self.rack.xmit_ts = Some(s.xmit);
+                self.rack.end_seq = s.end;
+            }
+        }
+    }
+
+    /// RACK.reo_wnd (RFC 8985 §6.2 step 4, with RACK.reo_wnd_mult = 1: no D-SACK here): 0
+    /// before any reordering in recovery or once DupThresh segments are SACKed, else
+    /// min(min_RTT/4, SRTT).
+    fn rack_reo_wnd(&self) -> Duration {
+        if !self.rack.reordering_seen
+            && (self.recovery.is_some()
+                || self.in_rto_recovery()
+                || self.sacked_segments() >= u64::from(self.config.dupthresh))
+        {
+            return Duration::ZERO;
+        }
+        let quarter = Duration(self.rack.min_rtt.map_or(0, |m| m.as_nanos() / 4));
+        self.rtt.srtt().map_or(quarter, |s| quarter.min(s))
+    }
+
+    /// Logged segments the scoreboard covers whole (Linux `sacked_out`).
+    fn sacked_segments(&self) -> u64 {
+        self.scoreboard
+            .as_slice()
+            .iter()
+            .map(|&(l, r)| {
+                let a = self.sent_log.partition_point(|s| s.start < l);
+                let b = self.sent_log.partition_point(|s| s.end <= r);
+                b.saturating_sub(a) as u64
+            })
+            .sum()
+    }
+
+    /// RFC 8985 §6.2 step 5 and §6.3: mark lost every unSACKed segment sent before RACK.xmit_ts
+    /// whose RACK.rtt + reo_wnd has passed since its last transmission; arm the reordering
+    /// timer for the longest wait left among the others. Returns whether it marked any.
+    fn rack_detect_loss_and_arm_timer(&mut self, now: Instant) -> bool {
+        let Some(rack_xmit) = self.rack.xmit_ts else {
+            return false;
+        };
+        let reo_wnd = self.rack_reo_wnd();
+        let wait = (self.rack.rtt + reo_wnd).as_nanos();
+        let mut timeout = 0;
+        let mut lost = false;
+        let first = self.sent_log.partition_point(|s| s.end <= self.snd_una);
+        for i in first..self.sent_log.len() {
+            let s = self.sent_log[i];
+            if (s.lost && !s.rtx_out) || !sent_after(rack_xmit, self.rack.end_seq, s.xmit, s.end) {
+                continue;
+            }
+            let from = s.start.max(self.snd_una);
+            if self.scoreboard.covered(from, s.end) == s.end - from {
+                continue;
+            }
+            let elapsed = now.saturating_since(s.xmit).as_nanos();
+            if elapsed >= wait {
+                let m = &mut self.sent_log[i];
+                m.lost = true;
+                m.rtx_out = false;
+                self.stats.rack_marked_lost += 1;
+                lost = true;
+            } else {
+                timeout = timeout.max(wait - elapsed);
+            }
+        }
+        if timeout > 0 {
+            self.set_timer(Timer::Reo, now + Duration(timeout));
+        }
+        lost
+    }
+
+    /// Enter recovery for the segments RACK deemed lost, if any is still to be resent; if the
+    /// recovery point holds it back, remember to try again.
+    fn rack_start_recovery(&mut self, now: Instant) {
+        self.rack.deferred = self.rack_next_lost().is_some() && !self.enter_fast_recovery(now);
+    }
+
+    /// The first segment RACK deemed lost and not resent since: (first unSACKed byte, end).
+    fn rack_next_lost(&self) -> Option<(u64, u64)> {
+        let first = self.sent_log.partition_point(|s| s.end <= self.snd_una);
+        for s in self.sent_log.range(first..) {
+            if !s.lost || s.rtx_out {
+                continue;
+            }
+            let mut pos = s.start.max(self.snd_una);
+            while let Some((_, e)) = self.scoreboard.containing(pos) {
+                pos = e;
+            }
+            if pos < s.end {
+                return Some((pos, s.end));
+            }
+        }
+        None
+    }
+
+    /// Pipe with RACK's marks (Linux `tcp_packets_in_flight`: sent − SACKed − lost +
+    /// retransmitted): an unSACKed byte counts once unless deemed lost, and once more while a
+    /// retransmission of it is in flight.
+    fn rack_pipe(&self) -> u64 {
+        let first = self.sent_log.partition_point(|s| s.end <= self.snd_una);
+        self.sent_log
+            .range(first..)
+            .map(|s| {
+                let from = s.start.max(self.snd_una);
+                let unsacked = (s.end - from) - self.scoreboard.covered(from, s.end);
+                unsacked * (u64::from(!s.lost) + u64::from(s.rtx_out))
+            })
+            .sum()
+    }
+
+    /// The reordering timer fired (RFC 8985 §6.3): detect again, enter recovery on a loss,
+    /// and fall back to the retransmission timer if nothing is left to wait for.
+    fn on_rack_timer(&mut self, now: Instant) {
+        if !self.rack_on() || self.snd_una >= self.snd_max {
+            return;
+        }
+        if self.rack_detect_loss_and_arm_timer(now) && self.recovery.is_none() {
+            self.rack_start_recovery(now);
+        }
+        if !self.xmit_timer_armed() {
+            self.set_timer(Timer::Rto, now + self.rtt.rto());
+        }
+    }
+
+    /// RFC 8985 §7.2: arm the probe timer for PTO = 2·SRTT (+ WCDelAckT with one segment in
+    /// flight; 1 s before an RTT sample), no later than the retransmission timer would fire,
+    /// when data is in flight, nothing is SACKed, no recovery runs and no probe is out.
+    fn schedule_pto(&mut self, now: Instant) {
+        if !self.tlp_on()
+            || self.recovery.is_some()
+            || self.in_rto_recovery()
+            || self.tlp.end_seq.is_some()
+            || !self.scoreboard.is_empty()
+            || self.snd_una >= self.snd_max.min(self.data_end())
+            || self.timers[Timer::Reo as usize].is_some()
+            || self.timers[Timer::Persist as usize].is_some()
+        {
+            return;
+        }
+        let pto = match self.rtt.srtt() {
+            Some(srtt) if self.snd_max - self.snd_una <= self.smss => {
+                srtt.saturating_mul(2) + TLP_MAX_ACK_DELAY
+            }
+            Some(srtt) => srtt.saturating_mul(2),
+            None => Duration::from_secs(1),
+        };
+        let rto_at = self.timers[Timer::Rto as usize].unwrap_or(now + self.rtt.rto());
+        self.set_timer(Timer::Pto, (now + pto).min(rto_at));
+    }
+
+    /// The probe timer fired: the probe goes out on the next poll (RFC 8985 §7.3), unless
+    /// recovery began meanwhile.
+    fn on_pto(&mut self, now: Instant) {
+        if self.recovery.is_some() || self.tlp.end_seq.is_some() || self.snd_una >= self.snd_max {
+            if self.snd_una < self.snd_max {
+                self.set_timer(Timer::Rto, now + self.rtt.rto());
+            }
+            return;
+        }
+        self.tlp.pending = true;
+    }
+
+    /// RFC 8985 §7.3: one new segment if the receiver's window lets it out (cwnd does not
+    /// matter), else the last segment sent again; TLP.end_seq = SND.NXT; then the
+    /// retransmission timer, not the probe timer.
+    fn send_probe(&mut self, now: Instant) -> Option<TcpRepr> {
+        let new_len = self.smss.min(self.data_end().saturating_sub(self.snd_max));
+        // Set before sending: a probe does not restart the probe timer.
+        self.tlp.end_seq = Some(self.snd_max);
+        let seg = if new_len > 0
+            && self.snd_nxt == self.snd_max
+            && self.snd_max + new_len <= self.snd_una + self.snd_wnd
+        {
+            self.tlp.is_retrans = false;
+            let off = self.snd_max;
+            self.send_range(now, off, new_len, false)
+        } else if let Some(last) = self
+            .sent_log
+            .back()
+            .copied()
+            .filter(|s| s.end > self.snd_una)
+        {
+            self.tlp.is_retrans = true;
+            let off = last.start.max(self.snd_una);
+            self.send_range(now, off, last.end - off, true)
+        } else {
+            self.tlp.end_seq = None;
+            self.set_timer(Timer::Rto, now + self.rtt.rto());
+            return None;
+        };
+        self.tlp.end_seq = Some(self.snd_max);
+        self.stats.tlp_probes += 1;
+        self.set_timer(Timer::Rto, now + self.rtt.rto());
+        Some(seg)
+    }
+
+    /// RFC 8985 §7.4 (Linux `tcp_process_tlp_ack`): an ACK at or past TLP.end_seq ends the
+    /// episode; if the probe was a retransmission and the ACK goes beyond it, the probe
+    /// repaired a loss: reduce the window once. A pure duplicate ACK at it means both copies
+    /// arrived (no D-SACK here): no loss.
+    /// `flight` is FlightSize before this ACK, when the loss was repaired (RFC 5681 eq. 4).
+    fn tlp_on_ack(&mut self, now: Instant, ack_off: u64, pure_dup: bool, flight: u64) {
+        let Some(end) = self.tlp.end_seq else {
+            return;
+        };
+        if ack_off < end {
+            return;
+        }
+        if !self.tlp.is_retrans {
+            self.tlp.end_seq = None;
+        } else if ack_off > end {
+            self.tlp.end_seq = None;
+            self.stats.tlp_recoveries += 1;
+            self.cc.on_congestion(now, flight, &mut self.win);
+            if let Some(h) = self.hystart_pp.as_mut() {
+                h.on_loss();
+            }
+            self.tlp.cwr_until = self.snd_max;
+        } else if pure_dup {
+            self.tlp.end_seq = None;
+        }
+    }
+
     fn seq_of(&self, off: u64) -> SeqNumber {
         self.iss + off as u32
     }
@@ -905,6 +1240,11 @@ impl TcpEndpoint {
             self.snd_max = self.snd_max.max(off + 1);
             self.probing = true;
             return Some(seg);
+        }
+        if std::mem::take(&mut self.tlp.pending) {
+            if let Some(seg) = self.send_probe(now) {
+                return Some(seg);
+            }
         }
         if self.in_sack_recovery() {
             return self.poll_sack_recovery(now);
@@ -977,7 +1317,7 @@ impl TcpEndpoint {
         if let Some(r) = self.recovery.as_mut() {
             r.prr_out += len;
         }
-        if self.config.sack_rtt {
+        if self.keeps_log() {
             self.log_sent(now, off, end);
         }
         if retransmission {
@@ -987,7 +1327,12 @@ impl TcpEndpoint {
             if self.rtt_timing.is_some_and(|(o, _)| o > off) {
                 self.rtt_timing = None;
             }
-            if self.config.rto_rearm == RtoRearm::Head && off == self.snd_una {
+            // Linux leaves a pending RACK reordering timer alone here
+            // (`tcp_xmit_retransmit_queue`).
+            if self.config.rto_rearm == RtoRearm::Head
+                && off == self.snd_una
+                && self.timers[Timer::Reo as usize].is_none()
+            {
                 self.set_timer(Timer::Rto, now + self.rtt.rto());
             }
         } else if self.rtt_timing.is_none() && !self.ts_ok {
@@ -997,8 +1342,12 @@ impl TcpEndpoint {
             self.snd_nxt = self.snd_nxt.max(end);
         }
         self.snd_max = self.snd_max.max(end);
-        if self.timers[Timer::Rto as usize].is_none() {
+        if !self.xmit_timer_armed() {
             self.set_timer(Timer::Rto, now + self.rtt.rto());
+        }
+        if !retransmission {
+            // RFC 8985 §7.2: (re)start the probe timer after sending new data.
+            self.schedule_pto(now);
         }
         seg
     }
@@ -1011,6 +1360,8 @@ impl TcpEndpoint {
                 break;
             }
             s.retransmitted = true;
+            s.xmit = now;
+            s.rtx_out = true;
         }
         let logged_to = self.sent_log.back().map_or(0, |s| s.end);
         if end > logged_to.max(off) {
@@ -1021,6 +1372,9 @@ impl TcpEndpoint {
                 sent: now,
                 // Part of a segment sent before (go-back-N over a shorter old segment).
                 retransmitted: start > off,
+                xmit: now,
+                lost: false,
+                rtx_out: false,
             });
         }
     }
@@ -1067,7 +1421,8 @@ impl TcpEndpoint {
             return None;
         }
         let rec = self.recovery?;
-        // NextSeg (1): the first unSACKed byte above HighRxt that IsLost().
+        // NextSeg (1): the first unSACKed byte above HighRxt that IsLost(); with RACK, the
+        // first segment RACK deemed lost and not yet resent.
         let boundary = self.loss_boundary();
         let mut s = rec.high_rxt.max(self.snd_una);
         while s < boundary {
@@ -1076,7 +1431,15 @@ impl TcpEndpoint {
                 None => break,
             }
         }
-        if s < boundary && s < self.snd_max {
+        if self.rack_on() {
+            if let Some((s, e)) = self.rack_next_lost() {
+                let seg = self.send_range(now, s, e - s, true);
+                if let Some(r) = self.recovery.as_mut() {
+                    r.high_rxt = r.high_rxt.max(s + u64::from(seg.payload_len));
+                }
+                return Some(seg);
+            }
+        } else if s < boundary && s < self.snd_max {
             let seg = self.send_range(now, s, self.smss, true);
             let end = s + u64::from(seg.payload_len);
             if let Some(r) = self.recovery.as_mut() {
@@ -1115,6 +1478,9 @@ impl TcpEndpoint {
     /// unSACKed byte already retransmitted (counted twice when it is not deemed lost: §4 (a)
     /// and (b)).
     fn pipe(&self) -> u64 {
+        if self.rack_on() {
+            return self.rack_pipe();
+        }
         let b = self.loss_boundary().max(self.snd_una);
         let unsacked = |a: u64, z: u64| {
             if z > a {
@@ -1141,7 +1507,7 @@ impl TcpEndpoint {
             State::CloseWait => State::LastAck,
             s => s,
         };
-        if self.timers[Timer::Rto as usize].is_none() {
+        if !self.xmit_timer_armed() {
             self.set_timer(Timer::Rto, now + self.rtt.rto());
         }
         Some(seg)
@@ -1201,6 +1567,7 @@ impl TcpEndpoint {
         }
         let ack_off = ack_off as u64;
         let una_before = self.snd_una;
+        let recovery_before = self.recovery.is_some();
         let sacked_before = self.scoreboard.total();
         let boundary_before = self.loss_boundary();
         let mut new_sack = false;
@@ -1217,6 +1584,9 @@ impl TcpEndpoint {
             }
             if self.config.sack_rtt {
                 sack_sent = self.first_sackt(&blocks[..n]).map(|(_, t)| t);
+            }
+            if self.rack_on() {
+                self.rack_update(now, ack_off, &mut blocks[..n]);
             }
             for &(l, r) in &blocks[..n] {
                 new_sack |= self.scoreboard.insert(l, r) > 0;
@@ -1260,16 +1630,40 @@ impl TcpEndpoint {
                 self.on_dup_ack(now, new_sack);
             }
         }
+        if self.tlp.end_seq.is_some() {
+            // Linux `tcp_process_tlp_ack`'s "pure dupack": no data, no window change, nothing
+            // newly acknowledged or SACKed.
+            let pure_dup =
+                ack_off == una_before && !new_sack && seg.payload_len == 0 && wnd == old_wnd;
+            self.tlp_on_ack(now, ack_off, pure_dup, self.snd_max - una_before);
+        }
+        let mut rack_lost = false;
+        if self.rack_on() {
+            rack_lost = self.rack_detect_loss_and_arm_timer(now);
+            // Segments deemed lost and not resent also start a recovery once the last one
+            // ended (Linux `tcp_time_to_recover`: `lost_out`).
+            if self.recovery.is_none() && (rack_lost || self.rack.deferred || recovery_before) {
+                self.rack_start_recovery(now);
+            }
+        }
+        if self.snd_una > una_before {
+            // RFC 8985 §7.2: (re)start the probe timer on an ACK of new data.
+            self.schedule_pto(now);
+        }
         if self.config.prr && self.in_sack_recovery() {
             // DeliveredData (RFC 6937 §3): the change in SND.UNA plus the change in SACKed bytes.
             let delivered =
                 (self.snd_una - una_before + self.scoreboard.total()).saturating_sub(sacked_before);
             let boundary = self.loss_boundary();
-            let newly_lost = boundary > boundary_before.max(self.snd_una)
-                && self
-                    .scoreboard
-                    .covered(boundary_before.max(self.snd_una), boundary)
-                    < boundary - boundary_before.max(self.snd_una);
+            let newly_lost = if self.rack_on() {
+                rack_lost
+            } else {
+                boundary > boundary_before.max(self.snd_una)
+                    && self
+                        .scoreboard
+                        .covered(boundary_before.max(self.snd_una), boundary)
+                        < boundary - boundary_before.max(self.snd_una)
+            };
             self.prr_on_ack(delivered, self.snd_una > una_before && !newly_lost);
         }
     }
@@ -1288,8 +1682,8 @@ impl TcpEndpoint {
         }
         let mss = self.smss;
         // The fast retransmission not yet sent is not in flight yet (Linux counts
-        // `retrans_out` when it goes out).
-        let pending = if rec.prr_out == 0 {
+        // `retrans_out` when it goes out); RACK's pipe already leaves lost segments out.
+        let pending = if rec.prr_out == 0 && !self.rack_on() {
             (rec.high_rxt - self.snd_una) - self.scoreboard.covered(self.snd_una, rec.high_rxt)
         } else {
             0
@@ -1444,7 +1838,7 @@ impl TcpEndpoint {
         let impatient = self.config.partial_ack_timer == PartialAckTimer::First
             && self.recovery.is_some_and(|r| r.partial_acks > 1);
         if self.snd_una >= self.snd_max {
-            self.clear_timer(Timer::Rto);
+            self.clear_xmit_timers();
         } else if !impatient {
             self.set_timer(Timer::Rto, now + self.rtt.rto());
         }
@@ -1460,10 +1854,21 @@ impl TcpEndpoint {
             }
             return;
         }
+        if self.rack_on() {
+            // RACK replaces the DupThresh rule (RFC 8985 §6; Linux `tcp_time_to_recover`
+            // counts duplicates only `!tcp_is_rack`).
+            return;
+        }
         let sack_says_lost = self.uses_sack() && new_sack && self.loss_boundary() > self.snd_una;
         if self.dupacks < self.config.dupthresh && !sack_says_lost {
             return;
         }
+        self.enter_fast_recovery(now);
+    }
+
+    /// Fast retransmit and enter fast recovery (RFC 5681 §3.2, RFC 6582, RFC 6675 §5), unless
+    /// the losses predate the last recovery.
+    fn enter_fast_recovery(&mut self, now: Instant) -> bool {
         // No new recovery for losses from before the last one (RFC 6582 §3.2 step 1), nor after
         // an RTO until the cumulative ACK passes what was outstanding then (RFC 6675 §5.1 sets
         // RecoveryPoint = HighData on a timeout): otherwise the SACKs of the go-back-N round
@@ -1480,11 +1885,17 @@ impl TcpEndpoint {
             && below_recover
             && self.last_recover > 0
         {
-            return;
+            return false;
         }
         self.stats.fast_retransmits += 1;
         let flight = (self.snd_max - self.snd_una).saturating_sub(self.limited_sent);
-        self.cc.on_congestion(now, flight, &mut self.win);
+        // A tail loss probe's repair already reduced the window for losses up to
+        // `cwr_until`: once per episode (Linux enters recovery from CWR without a new
+        // `tcp_init_cwnd_reduction`).
+        if self.snd_una >= self.tlp.cwr_until {
+            self.cc.on_congestion(now, flight, &mut self.win);
+        }
+        self.tlp.end_seq = None;
         if let Some(h) = self.hystart_pp.as_mut() {
             h.on_loss();
         }
@@ -1502,10 +1913,18 @@ impl TcpEndpoint {
             self.win.cwnd = self.win.ssthresh + 3 * self.smss;
         }
         self.rtx_now = Some(self.snd_una);
+        if self.rack_on() {
+            self.rtx_now = self.rack_next_lost().map(|(s, _)| s);
+            if self.timers[Timer::Pto as usize].is_some() {
+                // One transmission timer (RFC 8985 §8): no probe in recovery.
+                self.set_timer(Timer::Rto, now + self.rtt.rto());
+            }
+        }
         self.rtt_timing = None;
         if self.config.rto_rearm == RtoRearm::FastRetransmit {
             self.set_timer(Timer::Rto, now + self.rtt.rto());
         }
+        true
     }
 
     fn on_rto(&mut self, now: Instant) {
@@ -1553,6 +1972,7 @@ impl TcpEndpoint {
         }
         self.last_recover = self.snd_max;
         self.recover_by_rto = true;
+        self.tlp.end_seq = None;
         self.dupacks = 0;
         self.rtx_now = None;
         self.rtt_timing = None;
@@ -1802,8 +2222,26 @@ impl TcpEndpoint {
 
     // ---- timers ----
 
+    /// The retransmission timer, RACK's reordering timer and the probe timer are one timer
+    /// of three kinds (RFC 8985 §8): arming one cancels the others.
     fn set_timer(&mut self, t: Timer, at: Instant) {
+        if matches!(t, Timer::Rto | Timer::Reo | Timer::Pto) {
+            self.clear_xmit_timers();
+        }
         self.timers[t as usize] = Some(at);
+    }
+
+    fn clear_xmit_timers(&mut self) {
+        for t in [Timer::Rto, Timer::Reo, Timer::Pto] {
+            self.clear_timer(t);
+        }
+    }
+
+    /// One of the retransmission, reordering and probe timers is armed.
+    fn xmit_timer_armed(&self) -> bool {
+        [Timer::Rto, Timer::Reo, Timer::Pto]
+            .iter()
+            .any(|&t| self.timers[t as usize].is_some())
     }
 
     fn clear_timer(&mut self, t: Timer) {
@@ -1831,6 +2269,40 @@ fn wscale_for(buffer: u64) -> u8 {
         shift += 1;
     }
     shift
+}
+
+/// RFC 8985 §6.2 steps 2–3 for one delivered segment `s`, in ascending end order: RACK.fack,
+/// reordering, min_RTT, and `newest`, the most recently sent segment delivered with its RTT.
+fn rack_deliver(
+    rack: &mut Rack,
+    newest: &mut Option<(SentSegment, Duration)>,
+    s: &SentSegment,
+    now: Instant,
+) {
+    // Step 3: a segment never resent delivered below RACK.fack was reordered.
+    if s.end > rack.fack {
+        rack.fack = s.end;
+    } else if s.end < rack.fack && !s.retransmitted {
+        rack.reordering_seen = true;
+    }
+    let rtt = now.saturating_since(s.xmit);
+    // Step 2: an ACK of a retransmitted segment faster than min_RTT is for the original: no
+    // sample (RFC 8985 also checks the TSecr; Linux `tcp_rack_advance` only min_RTT).
+    if s.retransmitted && rack.min_rtt.is_some_and(|m| rtt < m) {
+        return;
+    }
+    if !s.retransmitted {
+        rack.min_rtt = Some(rack.min_rtt.map_or(rtt, |m| m.min(rtt)));
+    }
+    if newest.is_none_or(|(n, _)| sent_after(s.xmit, s.end, n.xmit, n.end)) {
+        *newest = Some((*s, rtt));
+    }
+}
+
+/// RACK_sent_after (RFC 8985 §6.2): (t1, seq1) was sent after (t2, seq2), the end sequence
+/// breaking ties between segments sent at the same instant.
+fn sent_after(t1: Instant, seq1: u64, t2: Instant, seq2: u64) -> bool {
+    t1 > t2 || (t1 == t2 && seq1 > seq2)
 }
 
 /// Timestamp clock: milliseconds since scenario start (RFC 7323 §5.4 allows 1 ms to 1 s ticks).
@@ -1925,5 +2397,273 @@ mod prr_tests {
         let mut ep = in_recovery(10_001, (1001, 5001), 5000, (0, 0));
         ep.prr_on_ack(1000, false);
         assert_eq!(ep.cwnd(), 6000);
+    }
+}
+
+#[cfg(test)]
+mod rack_tests {
+    use super::*;
+    use crate::tcp::Profile;
+    use proptest::prelude::*;
+
+    const MS: u64 = 1_000_000;
+
+    /// An established SACK sender (SMSS 1000, `rack` and `tlp` on) with `n` segments of 1000
+    /// bytes sent at `sent_ms[i]` ms (offsets 1..), SRTT 100 ms.
+    fn sender(sent_ms: &[u64]) -> TcpEndpoint {
+        let mut c = TcpConfig::for_profile(Profile::Rfc);
+        c.mss = 1000;
+        c.rack = true;
+        c.tlp = true;
+        let mut ep = TcpEndpoint::new(c, (Ipv4Addr::LOCALHOST, 1), (Ipv4Addr::LOCALHOST, 2), 0);
+        ep.state = State::Established;
+        ep.sack_ok = true;
+        ep.smss = 1000;
+        ep.win.mss = 1000;
+        ep.snd_una = 1;
+        ep.snd_wnd = 1 << 20;
+        ep.rtt.on_sample(Duration(100 * MS));
+        for (i, &t) in sent_ms.iter().enumerate() {
+            let start = 1 + 1000 * i as u64;
+            ep.sent_log.push_back(SentSegment {
+                start,
+                end: start + 1000,
+                sent: Instant(t * MS),
+                retransmitted: false,
+                xmit: Instant(t * MS),
+                lost: false,
+                rtx_out: false,
+            });
+        }
+        ep.snd_nxt = 1 + 1000 * sent_ms.len() as u64;
+        ep.snd_max = ep.snd_nxt;
+        ep.app_written = ep.snd_max - 1;
+        ep
+    }
+
+    /// RFC 8985 §6.2 step 4: reo_wnd is 0 in recovery or with DupThresh segments SACKed until
+    /// reordering is seen; then min(min_RTT/4, SRTT).
+    #[test]
+    fn reo_wnd_zero_until_reordering_then_a_quarter_of_min_rtt() {
+        let mut ep = sender(&[0, 0, 0, 0, 0]);
+        ep.rack.min_rtt = Some(Duration(80 * MS));
+        assert_eq!(ep.rack_reo_wnd(), Duration(20 * MS));
+        ep.scoreboard.insert(1001, 3001);
+        assert_eq!(ep.sacked_segments(), 2);
+        assert_eq!(ep.rack_reo_wnd(), Duration(20 * MS), "2 SACKed < DupThresh");
+        ep.scoreboard.insert(3001, 4001);
+        assert_eq!(ep.sacked_segments(), 3);
+        assert_eq!(ep.rack_reo_wnd(), Duration::ZERO);
+        ep.rack.reordering_seen = true;
+        assert_eq!(ep.rack_reo_wnd(), Duration(20 * MS));
+        // min_RTT/4 above SRTT (100 ms): SRTT bounds it.
+        ep.rack.min_rtt = Some(Duration(600 * MS));
+        assert_eq!(ep.rack_reo_wnd(), Duration(100 * MS));
+        let mut ep = sender(&[0, 0]);
+        ep.rack.min_rtt = Some(Duration(80 * MS));
+        ep.recover_by_rto = true;
+        ep.last_recover = ep.snd_max;
+        assert_eq!(ep.rack_reo_wnd(), Duration::ZERO, "RTO recovery");
+    }
+
+    /// Step 2: the newest delivered segment sets RACK.xmit_ts/end_seq/rtt; a retransmitted one
+    /// delivered faster than min_RTT is skipped; step 3: one never resent below RACK.fack is
+    /// reordering.
+    #[test]
+    fn update_takes_the_most_recently_sent_and_flags_reordering() {
+        let mut ep = sender(&[0, 10, 20, 30]);
+        ep.rack_update(Instant(150 * MS), 1, &mut [(2001, 3001), (1001, 2001)]);
+        assert_eq!(ep.rack.xmit_ts, Some(Instant(20 * MS)));
+        assert_eq!(ep.rack.end_seq, 3001);
+        assert_eq!(ep.rack.rtt, Duration(130 * MS));
+        assert_eq!(ep.rack.min_rtt, Some(Duration(130 * MS)));
+        assert_eq!(ep.rack.fack, 3001);
+        assert!(!ep.rack.reordering_seen);
+        ep.scoreboard.insert(1001, 3001);
+        // The head arrives late: cumulatively acknowledged below fack, never resent.
+        ep.rack_update(Instant(160 * MS), 3001, &mut []);
+        assert!(ep.rack.reordering_seen);
+        assert_eq!(
+            ep.rack.xmit_ts,
+            Some(Instant(20 * MS)),
+            "older than RACK.xmit_ts"
+        );
+        assert_eq!(ep.rack.rtt, Duration(160 * MS));
+        assert_eq!(ep.rack.min_rtt, Some(Duration(130 * MS)));
+        // A retransmission of 3001:4001 at 100 ms SACKed 20 ms later (< min_RTT): ambiguous.
+        ep.sent_log[3].retransmitted = true;
+        ep.sent_log[3].xmit = Instant(100 * MS);
+        ep.rack_update(Instant(120 * MS), 3001, &mut [(3001, 4001)]);
+        assert_eq!(ep.rack.xmit_ts, Some(Instant(20 * MS)));
+        ep.rack_update(Instant(240 * MS), 3001, &mut [(3001, 4001)]);
+        assert_eq!(ep.rack.xmit_ts, Some(Instant(100 * MS)));
+        assert_eq!(ep.rack.rtt, Duration(140 * MS));
+    }
+
+    /// Step 5: segments sent before RACK.xmit_ts are lost after RACK.rtt + reo_wnd; the timer
+    /// is armed for the longest wait left (RFC 8985 takes the maximum).
+    #[test]
+    fn detect_loss_marks_by_time_and_arms_the_timer_for_the_longest_wait() {
+        let mut ep = sender(&[0, 30, 60, 90]);
+        ep.rack.min_rtt = Some(Duration(100 * MS));
+        ep.rack.xmit_ts = Some(Instant(90 * MS));
+        ep.rack.end_seq = 4001;
+        ep.rack.rtt = Duration(100 * MS);
+        ep.scoreboard.insert(3001, 4001);
+        // wait = 100 + 25 ms: at 140 ms, 0:1000 (sent at 0) has waited 140 ≥ 125: lost;
+        // 1001 (30 ms) waits 15 ms more, 2001 (60 ms) 45 ms more.
+        assert!(ep.rack_detect_loss_and_arm_timer(Instant(140 * MS)));
+        assert!(ep.sent_log[0].lost && !ep.sent_log[1].lost && !ep.sent_log[2].lost);
+        assert_eq!(ep.timers[Timer::Reo as usize], Some(Instant(185 * MS)));
+        assert_eq!(ep.timers[Timer::Rto as usize], None, "one timer");
+        assert_eq!(ep.stats.rack_marked_lost, 1);
+        assert_eq!(ep.rack_next_lost(), Some((1, 1001)));
+        // Marked lost, not yet resent: skipped, not counted again.
+        assert!(ep.rack_detect_loss_and_arm_timer(Instant(185 * MS)));
+        assert_eq!(ep.stats.rack_marked_lost, 3);
+        assert_eq!(ep.timers[Timer::Reo as usize], Some(Instant(185 * MS)));
+    }
+
+    /// RFC 8985 §7.2: PTO = 2·SRTT, + WCDelAckT with one segment in flight, at most the RTO.
+    #[test]
+    fn pto_is_two_srtt_plus_ack_delay_for_one_segment_and_never_after_the_rto() {
+        let now = Instant(1000 * MS);
+        let mut ep = sender(&[0, 0]);
+        ep.schedule_pto(now);
+        assert_eq!(ep.timers[Timer::Pto as usize], Some(Instant(1200 * MS)));
+        let mut ep = sender(&[0]);
+        ep.schedule_pto(now);
+        assert_eq!(ep.timers[Timer::Pto as usize], Some(Instant(1400 * MS)));
+        let mut ep = sender(&[0, 0]);
+        ep.set_timer(Timer::Rto, Instant(1150 * MS));
+        ep.schedule_pto(now);
+        assert_eq!(ep.timers[Timer::Pto as usize], Some(Instant(1150 * MS)));
+        assert_eq!(ep.timers[Timer::Rto as usize], None);
+        // Nothing SACKed, no recovery, no probe out: otherwise no probe timer.
+        for f in [
+            |e: &mut TcpEndpoint| {
+                e.scoreboard.insert(1001, 2001);
+            },
+            |e: &mut TcpEndpoint| e.tlp.end_seq = Some(5),
+            |e: &mut TcpEndpoint| e.snd_una = e.snd_max,
+            // In recovery after the SACKed data was cumulatively acknowledged.
+            |e: &mut TcpEndpoint| {
+                e.sent_log[0].lost = true;
+                e.enter_fast_recovery(Instant::ZERO);
+            },
+            |e: &mut TcpEndpoint| {
+                e.recover_by_rto = true;
+                e.last_recover = e.snd_max;
+            },
+            |e: &mut TcpEndpoint| e.timers[Timer::Reo as usize] = Some(Instant(MS)),
+            |e: &mut TcpEndpoint| e.timers[Timer::Persist as usize] = Some(Instant(MS)),
+        ] {
+            let mut ep = sender(&[0, 0]);
+            f(&mut ep);
+            ep.schedule_pto(now);
+            assert_eq!(ep.timers[Timer::Pto as usize], None);
+        }
+        // No SRTT yet: 1 s.
+        let mut ep = sender(&[0, 0]);
+        ep.rtt = RttEstimator::new(
+            Duration::from_secs(3),
+            Duration::from_secs(1),
+            Duration::from_secs(60),
+            Duration(MS),
+        );
+        ep.schedule_pto(now);
+        assert_eq!(ep.timers[Timer::Pto as usize], Some(Instant(2000 * MS)));
+    }
+
+    /// Segments deemed lost during a timeout's go-back-N wait for the recovery point, then
+    /// start a recovery that resends the first of them (not SND.UNA's segment).
+    #[test]
+    fn lost_marks_below_the_recovery_point_start_recovery_later() {
+        let mut ep = sender(&[0, 0, 0, 0]);
+        ep.recover_by_rto = true;
+        ep.last_recover = 2001;
+        ep.sent_log[2].lost = true;
+        ep.rack_start_recovery(Instant(MS));
+        assert!(ep.recovery.is_none() && ep.rack.deferred);
+        ep.snd_una = 2001;
+        ep.sent_log.pop_front();
+        ep.sent_log.pop_front();
+        ep.rack_start_recovery(Instant(MS));
+        assert!(!ep.rack.deferred);
+        assert_eq!(ep.recovery.map(|r| r.recover), Some(4001));
+        assert_eq!(ep.rtx_now, Some(2001));
+        assert_eq!(ep.stats.fast_retransmits, 1);
+        // A segment deemed lost whose original was SACKed after all is not resent.
+        let mut ep = sender(&[0, 0, 0]);
+        ep.sent_log[0].lost = true;
+        ep.sent_log[1].lost = true;
+        ep.scoreboard.insert(1, 1001);
+        assert_eq!(ep.rack_next_lost(), Some((1001, 2001)));
+        ep.sent_log[1].rtx_out = true;
+        assert_eq!(ep.rack_next_lost(), None);
+        // Nothing left to resend: no recovery, nothing deferred.
+        let mut ep = sender(&[0, 0]);
+        ep.rack_start_recovery(Instant(MS));
+        assert!(ep.recovery.is_none() && !ep.rack.deferred);
+    }
+
+    /// The reordering timer in recovery (reo_wnd 0): it marks the segment that was still
+    /// inside RACK.rtt, starts no second recovery, and hands over to the retransmission timer.
+    #[test]
+    fn rack_timer_in_recovery_marks_without_a_second_recovery() {
+        let mut ep = sender(&[0, 50, 100, 150]);
+        ep.rack.xmit_ts = Some(Instant(150 * MS));
+        ep.rack.end_seq = 4001;
+        ep.rack.rtt = Duration(100 * MS);
+        ep.rack.min_rtt = Some(Duration(100 * MS));
+        ep.scoreboard.insert(3001, 4001);
+        ep.sent_log[0].lost = true;
+        assert!(ep.enter_fast_recovery(Instant(180 * MS)));
+        // 1001 (sent at 50 ms) has waited 130 ≥ 100 ms; 2001 (100 ms) has 20 ms to go.
+        assert!(ep.rack_detect_loss_and_arm_timer(Instant(180 * MS)));
+        assert_eq!(ep.timers[Timer::Reo as usize], Some(Instant(200 * MS)));
+        ep.timers[Timer::Reo as usize] = None; // as handle_timeout takes it
+        ep.on_rack_timer(Instant(200 * MS));
+        assert!(ep.sent_log[2].lost);
+        assert_eq!(ep.stats.fast_retransmits, 1);
+        assert_eq!(
+            ep.timers[Timer::Rto as usize],
+            Some(Instant(200 * MS) + ep.rtt.rto())
+        );
+    }
+
+    proptest! {
+        /// RACK's pipe equals a byte-by-byte count: an unSACKed byte counts once unless lost,
+        /// once more while retransmitted and in flight.
+        #[test]
+        fn rack_pipe_counts_each_byte(
+            marks in proptest::collection::vec((any::<bool>(), any::<bool>()), 1..20),
+            sacks in proptest::collection::vec((0u64..20_000, 1u64..3000), 0..4),
+            una in 1u64..5000,
+        ) {
+            let mut ep = sender(&vec![0; marks.len()]);
+            for (s, &(lost, rtx)) in ep.sent_log.iter_mut().zip(&marks) {
+                s.lost = lost;
+                s.rtx_out = rtx;
+            }
+            let una = una.min(ep.snd_max);
+            ep.snd_una = una;
+            for &(l, len) in &sacks {
+                let l = l.max(una).min(ep.snd_max);
+                let r = (l + len).min(ep.snd_max);
+                if l < r {
+                    ep.scoreboard.insert(l, r);
+                }
+            }
+            let mut want = 0;
+            for b in una..ep.snd_max {
+                if ep.scoreboard.containing(b).is_some() {
+                    continue;
+                }
+                let (lost, rtx) = marks[((b - 1) / 1000) as usize];
+                want += u64::from(!lost) + u64::from(rtx);
+            }
+            prop_assert_eq!(ep.rack_pipe(), want);
+        }
     }
 }

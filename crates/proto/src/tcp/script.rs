@@ -774,6 +774,9 @@ impl Runner {
             "window_probes" => s.window_probes,
             "resets_ignored" => s.resets_ignored,
             "challenge_acks" => s.challenge_acks,
+            "rack_marked_lost" => s.rack_marked_lost,
+            "tlp_probes" => s.tlp_probes,
+            "tlp_recoveries" => s.tlp_recoveries,
             _ => return None,
         })
     }

@@ -44,4 +44,12 @@ pub struct TcpStats {
     pub resets_ignored: u64,
     /// Challenge ACKs sent for an in-window RST not at RCV.NXT (RFC 5961 §3.2).
     pub challenge_acks: u64,
+    /// Segments RACK marked lost (RFC 8985 §6.2 step 5; `rack`), counting a segment again each
+    /// time a retransmission of it is deemed lost.
+    pub rack_marked_lost: u64,
+    /// Tail loss probes sent (RFC 8985 §7.3; Linux's `TCPLossProbes`).
+    pub tlp_probes: u64,
+    /// Losses repaired by a tail loss probe's retransmission, each with one window reduction
+    /// (RFC 8985 §7.4; Linux's `TCPLossProbeRecovery`).
+    pub tlp_recoveries: u64,
 }
