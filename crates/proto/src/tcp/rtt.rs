@@ -422,8 +422,11 @@ mod tests {
         assert_eq!(e.rto(), Duration::from_millis(13_440));
         let mut kept = e.clone();
         e.on_backoff();
-        // Multiplier 16: SRTT forgotten, the RTO itself unchanged until the next sample.
+        // Multiplier 16: SRTT forgotten into RTTVAR (t_rttvar_ += t_srtt_ >> 3: 112 + 56 = 168
+        // quarter ticks, what ns-2's `rttvar_` trace shows), the RTO itself unchanged until the
+        // next sample.
         assert_eq!(e.srtt(), None);
+        assert_eq!(e.rttvar(), Duration::from_millis(420));
         assert_eq!(e.rto(), Duration::from_millis(26_880));
         // A 30-tick sample then starts afresh: srtt8 240, rttvar4 60, RTO (480 + 240) >> 3 =
         // 90 ticks. After only three backoffs it is smoothed in: delta = −26, srtt8 = 422,
