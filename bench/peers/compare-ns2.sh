@@ -22,6 +22,10 @@
 # satpep's default profile (rfc; cc=reno, same recovery) as "satpep-rfc".
 #
 # Matching details (see docs/peers.md and the .md report of this comparison):
+# - SACK only with Sack1: ns-2's Reno and Newreno agents pair with the plain TCPSink, which
+#   sends no SACK blocks, so satpep's sender must not learn from them either (with SACK on, its
+#   go-back-N after a timeout skips what the receiver holds; ns-2's resends it, and the
+#   duplicate ACKs those resends draw let limited transmit send more).
 # - Payload 1448 B in both: satpep's ns2 profile has no timestamps, so mss = 1448 is set
 #   (the scenario files say 1460 = 1448 + the 12-byte option). rate uses MSS 1000 in both.
 # - Loss: ns-2 ErrorModel, unit pkt, one uniform draw per packet (size ignored), its own RNG
@@ -66,6 +70,8 @@ if [ "${1:-}" = "--one" ]; then
         if [ "$sim" = satpep ]; then
             set -- "$@" --set defaults.tcp.profile=ns2
             [ "$c" = rate ] || set -- "$@" --set defaults.tcp.mss=1448
+            # ns-2's Reno and Newreno agents pair with the plain TCPSink: no SACK.
+            [ "$rec" = sack ] || set -- "$@" --set defaults.tcp.sack=false
         fi  # satpep-rfc: the scenario's own keys over the rfc profile (1460 - 12 B timestamps)
         [ -n "$per" ] && set -- "$@" --set "link.fwd.error.per=$per"
         [ -n "$drop" ] && set -- "$@" --set "link.fwd.error={model=\"list\",packets=[$((drop + 1))]}"

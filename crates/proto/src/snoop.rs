@@ -293,7 +293,7 @@ impl Snoop {
                 break;
             }
             if !c.retransmitted && c.seq + c.len == ack {
-                f.rtt.on_sample(now - c.sent_at);
+                f.rtt.on_sample(now, now - c.sent_at);
             }
             f.cache.pop_front();
         }

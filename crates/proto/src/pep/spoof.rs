@@ -591,7 +591,7 @@ impl SpoofGateway {
                     c.queue.pop_front();
                 }
                 if let Some(t) = sample.filter(|_| !covers_retransmission) {
-                    c.rtt.on_sample(now - t);
+                    c.rtt.on_sample(now, now - t);
                 }
                 c.rtx_at = c
                     .queue

@@ -133,6 +133,25 @@ pub enum Hystart {
     Rfc9406,
 }
 
+/// How RTT samples become the retransmission timeout.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RttEstimatorKind {
+    /// RFC 6298: samples at full resolution, RTO = SRTT + max(G, 4·RTTVAR), G being
+    /// `clock_granularity`.
+    #[default]
+    #[serde(rename = "rfc6298")]
+    Rfc6298,
+    /// ns-2.35's `rtt_update` / `rtt_timeout` / `rtt_backoff`: a sample is the number of
+    /// `clock_granularity` ticks (`tcpTick_`) it crosses, at least 1; SRTT and RTTVAR are kept
+    /// in ticks with 3 and 2 fractional bits and truncating shifts; RTO = SRTT + 4·RTTVAR in
+    /// whole ticks, raised to `min_rto` before the backoff multiplies it, then capped at
+    /// `max_rto` and floored at two ticks; past a multiplier of 8 SRTT is forgotten. No RFC 6298
+    /// §5.7 reset after a SYN timeout. Samples from timestamps are tick-counted too (ns-2
+    /// rounds them instead; its default has no timestamps).
+    Ns2,
+}
+
 macro_rules! tcp_config {
     ($( $(#[$doc:meta])* $name:ident : $ty:ty, )*) => {
         /// A TCP endpoint's settings: a [`Profile`] and every behaviour, each field saying its
@@ -211,6 +230,9 @@ tcp_config! {
     /// (`tcpTick_`); `linux`: `"200ms"` (Linux floors the variance term at `TCP_RTO_MIN`, so
     /// its RTO is at least SRTT + 200 ms: `tcp_rtt_estimator`, `__tcp_set_rto`).
     clock_granularity: Duration,
+    /// RTT estimator and RTO rule. Default: `"rfc6298"`; `ns2`: `"ns2"` (ns-2's 10 ms ticks
+    /// and fixed-point arithmetic, `clock_granularity` being `tcpTick_`).
+    rtt_estimator: RttEstimatorKind,
     /// Duplicate ACKs (or SACKed segments) that trigger fast retransmit. Default: 3.
     dupthresh: u32,
     /// Slow start counts at most this many segments per ACK (appropriate byte counting, the
@@ -303,6 +325,7 @@ impl TcpConfig {
             min_rto: Duration::from_secs(1),
             max_rto: Duration::from_secs(60),
             clock_granularity: Duration::from_millis(1),
+            rtt_estimator: RttEstimatorKind::Rfc6298,
             dupthresh: 3,
             abc_segments: 1,
             ca_byte_counting: false,
@@ -351,6 +374,7 @@ impl TcpConfig {
                 initial_rto: Duration::from_secs(3),
                 min_rto: Duration::from_millis(200),
                 clock_granularity: Duration::from_millis(10),
+                rtt_estimator: RttEstimatorKind::Ns2,
                 limited_transmit_resends: true,
                 rto_rearm: RtoRearm::FastRetransmit,
                 rto_ssthresh: RtoSsthresh::Window,

@@ -273,12 +273,7 @@ impl TcpEndpoint {
         iss: u32,
     ) -> Self {
         let mss = u64::from(config.mss.max(1));
-        let rtt = RttEstimator::new(
-            config.initial_rto,
-            config.min_rto,
-            config.max_rto,
-            config.clock_granularity,
-        );
+        let rtt = RttEstimator::for_config(&config, iss);
         let ssthresh = config
             .initial_ssthresh
             .map_or(u64::MAX, |b| b.bytes().max(2 * mss));
@@ -546,7 +541,7 @@ impl TcpEndpoint {
                 self.snd_una = 1;
                 self.snd_nxt = self.snd_nxt.max(1);
                 if let (Some(t), false) = (self.syn_sent_at, self.syn_retransmitted) {
-                    self.rtt.on_sample(now - t);
+                    self.rtt.on_sample(now, now - t);
                 }
                 self.establish(now, seg);
                 self.ack_now = true;
@@ -566,7 +561,7 @@ impl TcpEndpoint {
                 self.snd_una = 1;
                 self.snd_nxt = self.snd_nxt.max(1);
                 if let (Some(t), false) = (self.syn_sent_at, self.syn_retransmitted) {
-                    self.rtt.on_sample(now - t);
+                    self.rtt.on_sample(now, now - t);
                 }
                 self.establish(now, seg);
             }
@@ -1618,7 +1613,7 @@ impl TcpEndpoint {
             // `sack_rtt` (Linux `tcp_ack_update_rtt`: `seq_rtt_us < 0` takes `sack_rtt_us`).
             if let Some(t) = sack_sent {
                 let r = now.saturating_since(t);
-                self.rtt.on_sample(r);
+                self.rtt.on_sample(now, r);
                 self.rtt_sample_hooks(now, r);
             }
             if seg.payload_len == 0
@@ -1750,7 +1745,7 @@ impl TcpEndpoint {
             sample = sack_sent.map(|t| now.saturating_since(t));
         }
         if let Some(r) = sample {
-            self.rtt.on_sample(r);
+            self.rtt.on_sample(now, r);
         }
         self.snd_una = ack_off;
         while self.sent_log.front().is_some_and(|s| s.end <= ack_off) {

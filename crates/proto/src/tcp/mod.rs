@@ -16,7 +16,7 @@ mod stats;
 
 pub use config::{
     CcAlgorithm, FullAckCwnd, Hystart, PartialAckTimer, Profile, Recovery, RtoRearm, RtoSsthresh,
-    TcpConfig,
+    RttEstimatorKind, TcpConfig,
 };
 pub use endpoint::{State, TcpEndpoint};
 pub use ranges::RangeSet;

@@ -1,8 +1,60 @@
-//! Round-trip time estimation and the retransmission timeout (RFC 6298).
+//! Round-trip time estimation and the retransmission timeout: RFC 6298, or ns-2.35's
+//! tick-counting estimator (`TcpAgent::rtt_update`, `rtt_timeout`, `rtt_backoff` in tcp.cc).
 
-use crate::time::Duration;
+use super::config::{RttEstimatorKind, TcpConfig};
+use crate::time::{Duration, Instant};
 
-/// SRTT, RTTVAR and RTO per RFC 6298, with exponential backoff.
+/// ns-2's fixed-point weights (`T_SRTT_BITS`, `T_RTTVAR_BITS`, `rttvar_exp_`, their defaults):
+/// `t_srtt_` holds 8·SRTT and `t_rttvar_` 4·RTTVAR, in ticks, and RTO = SRTT + 4·RTTVAR.
+const NS2_SRTT_BITS: u32 = 3;
+const NS2_RTTVAR_BITS: u32 = 2;
+const NS2_RTTVAR_EXP: u32 = 2;
+
+/// ns-2's estimator state, everything in whole ticks of `tcpTick_` as tcp.cc keeps it.
+#[derive(Clone, Debug)]
+struct Ns2Ticks {
+    /// `tcpTick_` in nanoseconds (at least 1).
+    tick: u64,
+    /// `boot_time_`: where between two ticks the sender's clock started (ns-2 draws it
+    /// uniformly in `[0, tcpTick_)`), so a sample counts the tick boundaries it crosses.
+    phase: u64,
+    /// `t_srtt_`: 8·SRTT in ticks; 0 means no estimate (before the first sample, and after
+    /// `rtt_backoff` has backed off past 8).
+    srtt8: i64,
+    /// `t_rttvar_`: 4·RTTVAR in ticks.
+    rttvar4: i64,
+    /// `t_rtxcur_`: the RTO before the minimum and the backoff (`rtxcur_init_` until a sample).
+    rtxcur: Duration,
+}
+
+impl Ns2Ticks {
+    /// `rtt_update` without timestamps: the sample is the number of tick boundaries between
+    /// the send time and now (`int((tao + fmod(sendtime + boot_time_, tick)) / tick)`), at
+    /// least 1; SRTT and RTTVAR move by truncating shifts.
+    fn update(&mut self, now: Instant, r: Duration) {
+        let now_ns = now.as_nanos().saturating_add(self.phase);
+        let ticks_now = now_ns / self.tick;
+        let ticks_sent = now_ns.saturating_sub(r.as_nanos()) / self.tick;
+        let m = i64::try_from(ticks_now - ticks_sent)
+            .unwrap_or(i64::MAX)
+            .max(1);
+        if self.srtt8 != 0 {
+            let delta = m - (self.srtt8 >> NS2_SRTT_BITS);
+            // ns-2 clamps both at 1 here; with samples of at least one tick and RTTVAR
+            // starting at 2 (quarter ticks) neither can fall that low, so no clamp is written.
+            self.srtt8 += delta;
+            self.rttvar4 += delta.abs() - (self.rttvar4 >> NS2_RTTVAR_BITS);
+        } else {
+            self.srtt8 = m << NS2_SRTT_BITS;
+            self.rttvar4 = m << (NS2_RTTVAR_BITS - 1);
+        }
+        let shift = NS2_RTTVAR_EXP + NS2_SRTT_BITS - NS2_RTTVAR_BITS;
+        let ticks = ((self.rttvar4 << shift) + self.srtt8) >> NS2_SRTT_BITS;
+        self.rtxcur = Duration(self.tick.saturating_mul(ticks.unsigned_abs()));
+    }
+}
+
+/// SRTT, RTTVAR and RTO per RFC 6298 (or ns-2's estimator), with exponential backoff.
 #[derive(Clone, Debug)]
 pub struct RttEstimator {
     srtt: Option<Duration>,
@@ -17,6 +69,8 @@ pub struct RttEstimator {
     latest: Option<Duration>,
     samples: u64,
     sum_ns: u128,
+    /// `Some` with `rtt_estimator = "ns2"`: then SRTT, RTTVAR and the RTO come from here.
+    ns2: Option<Ns2Ticks>,
 }
 
 impl RttEstimator {
@@ -38,20 +92,80 @@ impl RttEstimator {
             latest: None,
             samples: 0,
             sum_ns: 0,
+            ns2: None,
+        }
+    }
+
+    /// ns-2.35's estimator: samples counted in ticks of `tick` (`tcpTick_`) from a clock that
+    /// started `phase` into a tick (`boot_time_`, reduced modulo `tick`), fixed-point SRTT and
+    /// RTTVAR, and `rtt_timeout`'s bounds: the minimum before the backoff, then the maximum,
+    /// then at least two ticks.
+    pub fn ns2(
+        initial_rto: Duration,
+        min_rto: Duration,
+        max_rto: Duration,
+        tick: Duration,
+        phase: Duration,
+    ) -> Self {
+        let tick = tick.as_nanos().max(1);
+        Self {
+            ns2: Some(Ns2Ticks {
+                tick,
+                phase: phase.as_nanos() % tick,
+                srtt8: 0,
+                rttvar4: 0,
+                rtxcur: initial_rto,
+            }),
+            ..Self::new(initial_rto, min_rto, max_rto, Duration(tick))
+        }
+    }
+
+    /// The estimator a TCP endpoint's settings ask for. ns-2's `boot_time_` phase is taken
+    /// from the initial sequence number `iss` (uniform in `[0, tick)` as ns-2's draw is), so
+    /// it costs no extra random draw.
+    pub fn for_config(config: &TcpConfig, iss: u32) -> Self {
+        match config.rtt_estimator {
+            RttEstimatorKind::Rfc6298 => Self::new(
+                config.initial_rto,
+                config.min_rto,
+                config.max_rto,
+                config.clock_granularity,
+            ),
+            RttEstimatorKind::Ns2 => {
+                let tick = config.clock_granularity.as_nanos().max(1);
+                let phase = (u128::from(iss) * u128::from(tick)) >> 32;
+                Self::ns2(
+                    config.initial_rto,
+                    config.min_rto,
+                    config.max_rto,
+                    Duration(tick),
+                    Duration(phase as u64),
+                )
+            }
         }
     }
 
     /// RFC 6298 §5.7: the SYN timed out and no RTT sample exists when data transmission
-    /// begins: the RTO restarts at 3 s (at least; within the bounds), with no backoff.
+    /// begins: the RTO restarts at 3 s (at least; within the bounds), with no backoff. ns-2
+    /// has no such rule (its backoff lasts until a timed segment is acknowledged).
     pub fn on_syn_timeout_established(&mut self) {
-        if self.srtt.is_none() {
+        if self.srtt.is_none() && self.ns2.is_none() {
             self.base_rto = Duration::from_secs(3).max(self.min_rto).min(self.max_rto);
             self.backoff = 0;
         }
     }
 
-    /// Take one RTT measurement R (§2.2, §2.3, α = 1/8, β = 1/4), clearing any backoff.
-    pub fn on_sample(&mut self, r: Duration) {
+    /// Take one RTT measurement R, ending at `now` (§2.2, §2.3, α = 1/8, β = 1/4), clearing
+    /// any backoff.
+    pub fn on_sample(&mut self, now: Instant, r: Duration) {
+        self.backoff = 0;
+        self.latest = Some(r);
+        self.samples += 1;
+        self.sum_ns += u128::from(r.as_nanos());
+        if let Some(n) = self.ns2.as_mut() {
+            n.update(now, r);
+            return;
+        }
         let r_ns = r.as_nanos();
         match self.srtt {
             None => {
@@ -68,31 +182,49 @@ impl RttEstimator {
         let srtt = self.srtt.unwrap_or(r);
         let var = self.granularity.max(self.rttvar.saturating_mul(4));
         self.base_rto = (srtt + var).max(self.min_rto).min(self.max_rto);
-        self.backoff = 0;
-        self.latest = Some(r);
-        self.samples += 1;
-        self.sum_ns += u128::from(r_ns);
     }
 
-    /// The timer expired: double the RTO (§5.5), up to the maximum.
+    /// The timer expired: double the RTO (§5.5), up to the maximum. ns-2 (`rtt_backoff`) also
+    /// forgets SRTT once the multiplier passes 8, so the next sample starts afresh.
     pub fn on_backoff(&mut self) {
         self.backoff = (self.backoff + 1).min(32);
+        if let Some(n) = self.ns2.as_mut() {
+            if self.backoff > 3 {
+                n.rttvar4 += n.srtt8 >> NS2_SRTT_BITS;
+                n.srtt8 = 0;
+            }
+        }
     }
 
     /// Current RTO including backoff.
     pub fn rto(&self) -> Duration {
         let factor = 1u64.checked_shl(self.backoff).unwrap_or(u64::MAX);
-        self.base_rto.saturating_mul(factor).min(self.max_rto)
+        match &self.ns2 {
+            None => self.base_rto.saturating_mul(factor).min(self.max_rto),
+            Some(n) => n
+                .rtxcur
+                .max(self.min_rto)
+                .saturating_mul(factor)
+                .min(self.max_rto)
+                .max(Duration(2 * n.tick)),
+        }
     }
 
-    /// Smoothed RTT, once there is a sample.
+    /// Smoothed RTT, once there is a sample (ns-2: `t_srtt_`/8 ticks, none after it was
+    /// forgotten in a long backoff).
     pub fn srtt(&self) -> Option<Duration> {
-        self.srtt
+        match &self.ns2 {
+            None => self.srtt,
+            Some(n) => (n.srtt8 > 0).then(|| Duration(n.tick * n.srtt8.unsigned_abs() / 8)),
+        }
     }
 
     /// RTT variation.
     pub fn rttvar(&self) -> Duration {
-        self.rttvar
+        match &self.ns2 {
+            None => self.rttvar,
+            Some(n) => Duration(n.tick * n.rttvar4.unsigned_abs() / 4),
+        }
     }
 
     /// Most recent sample.
@@ -128,7 +260,7 @@ mod tests {
     fn first_sample_sets_srtt_and_half_variance() {
         let mut e = est();
         assert_eq!(e.rto(), Duration::from_secs(1));
-        e.on_sample(Duration::from_millis(500));
+        e.on_sample(Instant(10_000_000_000), Duration::from_millis(500));
         assert_eq!(e.srtt(), Some(Duration::from_millis(500)));
         assert_eq!(e.rttvar(), Duration::from_millis(250));
         // RTO = 500 + 4·250 = 1500 ms.
@@ -138,8 +270,8 @@ mod tests {
     #[test]
     fn later_samples_use_alpha_and_beta() {
         let mut e = est();
-        e.on_sample(Duration::from_millis(500));
-        e.on_sample(Duration::from_millis(600));
+        e.on_sample(Instant(10_000_000_000), Duration::from_millis(500));
+        e.on_sample(Instant(10_000_000_000), Duration::from_millis(600));
         // RTTVAR = 3/4·250 + 1/4·100 = 212.5; SRTT = 7/8·500 + 1/8·600 = 512.5.
         assert_eq!(e.rttvar(), Duration::from_micros(212_500));
         assert_eq!(e.srtt(), Some(Duration::from_micros(512_500)));
@@ -150,7 +282,7 @@ mod tests {
     fn constant_rtt_converges_to_min_rto_floor_and_backoff_doubles() {
         let mut e = est();
         for _ in 0..200 {
-            e.on_sample(Duration::from_millis(50));
+            e.on_sample(Instant(10_000_000_000), Duration::from_millis(50));
         }
         // RTTVAR decays towards zero; G = 1 ms keeps RTO ≥ SRTT + 1 ms, and the floor is 200 ms.
         assert_eq!(e.rto(), Duration::from_millis(200));
@@ -160,7 +292,181 @@ mod tests {
             e.on_backoff();
         }
         assert_eq!(e.rto(), Duration::from_secs(60));
-        e.on_sample(Duration::from_millis(50));
+        e.on_sample(Instant(10_000_000_000), Duration::from_millis(50));
         assert_eq!(e.backoff(), 0);
+    }
+
+    /// ns-2's estimator with a 10 ms tick, starting `phase_ms` into a tick, and its defaults
+    /// (`rtxcur_init_` 3 s, `minrto_` 200 ms, `maxrto_` 60 s).
+    fn ns2(phase_ms: u64) -> RttEstimator {
+        RttEstimator::ns2(
+            Duration::from_secs(3),
+            Duration::from_millis(200),
+            Duration::from_secs(60),
+            Duration::from_millis(10),
+            Duration::from_millis(phase_ms),
+        )
+    }
+
+    /// A segment sent at 1.000 s and acknowledged 564.9 ms later.
+    const SENT: Instant = Instant(1_000_000_000);
+    const R: Duration = Duration::from_micros(564_900);
+
+    #[test]
+    fn ns2_counts_the_tick_boundaries_a_sample_crosses() {
+        // Phase 0: ticks 100 → 156, 56 ticks; srtt8 = 448, rttvar4 = 112, RTO = (8·112 + 448)
+        // >> 3 = 168 ticks.
+        let mut e = ns2(0);
+        assert_eq!(e.rto(), Duration::from_secs(3));
+        e.on_sample(SENT + R, R);
+        assert_eq!(e.srtt(), Some(Duration::from_millis(560)));
+        assert_eq!(e.rttvar(), Duration::from_millis(280));
+        assert_eq!(e.rto(), Duration::from_millis(1680));
+        // Phase 5 ms: 1.005 → 1.5699 s, still 56 boundaries.
+        let mut e = ns2(5);
+        e.on_sample(SENT + R, R);
+        assert_eq!(e.rto(), Duration::from_millis(1680));
+        // Phase 6 ms: 1.006 → 1.5709 s crosses 57: srtt8 = 456, rttvar4 = 114, RTO 171 ticks.
+        let mut e = ns2(6);
+        e.on_sample(SENT + R, R);
+        assert_eq!(e.srtt(), Some(Duration::from_millis(570)));
+        assert_eq!(e.rto(), Duration::from_millis(1710));
+        // A sample within one tick counts as one: srtt8 = 8, rttvar4 = 2, RTO 3 ticks, below
+        // the 200 ms minimum.
+        let mut e = ns2(0);
+        e.on_sample(SENT, Duration::ZERO);
+        assert_eq!(e.srtt(), Some(Duration::from_millis(10)));
+        assert_eq!(e.rttvar(), Duration::from_millis(5));
+        assert_eq!(e.rto(), Duration::from_millis(200));
+    }
+
+    #[test]
+    fn ns2_smooths_with_truncating_shifts() {
+        let mut e = ns2(0);
+        // 56 ticks: srtt8 448, rttvar4 112. Then 57 ticks (1.000 → 1.575 s): delta = 57 − 448
+        // >> 3 = 1, srtt8 = 449; rttvar4 = 112 + 1 − 112 >> 2 = 85; RTO = (8·85 + 449) >> 3 =
+        // 1129 >> 3 = 141 ticks (RFC 6298: 1411.25 ms).
+        e.on_sample(SENT + R, R);
+        let r = Duration::from_millis(575);
+        e.on_sample(SENT + r, r);
+        assert_eq!(e.srtt(), Some(Duration::from_micros(561_250)));
+        assert_eq!(e.rttvar(), Duration::from_micros(212_500));
+        assert_eq!(e.rto(), Duration::from_millis(1410));
+        // 54 ticks: delta = 54 − 56 = −2, srtt8 = 447; rttvar4 = 85 + 2 − 21 = 66;
+        // RTO = (528 + 447) >> 3 = 121 ticks.
+        e.on_sample(
+            SENT + Duration::from_millis(549),
+            Duration::from_millis(549),
+        );
+        assert_eq!(e.srtt(), Some(Duration::from_micros(558_750)));
+        assert_eq!(e.rttvar(), Duration::from_millis(165));
+        assert_eq!(e.rto(), Duration::from_millis(1210));
+    }
+
+    #[test]
+    fn ns2_rttvar_stops_at_three_quarters_of_a_tick() {
+        // Constant 56-tick samples: rttvar4 112 → 84 → 63 → 48 → 36 → 27 → 21 → 16 → 12 → 9
+        // → 7 → 6 → 5 → 4 → 3, where 3 − 3 >> 2 = 3 stays. RTO = (24 + 448) >> 3 = 59 ticks,
+        // 590 ms, where RFC 6298 with G = 10 ms converges to 570 ms.
+        let mut e = ns2(0);
+        for _ in 0..14 {
+            e.on_sample(SENT + R, R);
+        }
+        assert_eq!(e.rttvar(), Duration::from_micros(10_000));
+        assert_eq!(e.rto(), Duration::from_millis(600));
+        for _ in 0..20 {
+            e.on_sample(SENT + R, R);
+        }
+        assert_eq!(e.rttvar(), Duration::from_micros(7_500));
+        assert_eq!(e.srtt(), Some(Duration::from_millis(560)));
+        assert_eq!(e.rto(), Duration::from_millis(590));
+    }
+
+    #[test]
+    fn ns2_applies_the_minimum_before_the_backoff() {
+        // 1-tick samples: RTO 3 ticks = 30 ms, raised to 200 ms, then doubled: 400, 800 ms
+        // (doubling 30 ms first would leave 200 ms, then 200 ms).
+        let mut e = ns2(0);
+        e.on_sample(SENT, Duration::from_millis(1));
+        e.on_backoff();
+        assert_eq!(e.rto(), Duration::from_millis(400));
+        e.on_backoff();
+        assert_eq!(e.rto(), Duration::from_millis(800));
+        for _ in 0..40 {
+            e.on_backoff();
+        }
+        assert_eq!(e.rto(), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn ns2_floors_the_rto_at_two_ticks_after_the_maximum() {
+        let e = RttEstimator::ns2(
+            Duration::from_secs(3),
+            Duration::ZERO,
+            Duration::from_millis(15),
+            Duration::from_millis(10),
+            Duration::ZERO,
+        );
+        assert_eq!(e.rto(), Duration::from_millis(20));
+    }
+
+    #[test]
+    fn ns2_forgets_srtt_when_the_backoff_passes_eight() {
+        let mut e = ns2(0);
+        e.on_sample(SENT + R, R); // RTO 1.68 s
+        for _ in 0..3 {
+            e.on_backoff();
+        }
+        // Multiplier 8: SRTT kept.
+        assert_eq!(e.srtt(), Some(Duration::from_millis(560)));
+        assert_eq!(e.rto(), Duration::from_millis(13_440));
+        let mut kept = e.clone();
+        e.on_backoff();
+        // Multiplier 16: SRTT forgotten into RTTVAR (t_rttvar_ += t_srtt_ >> 3: 112 + 56 = 168
+        // quarter ticks, what ns-2's `rttvar_` trace shows), the RTO itself unchanged until the
+        // next sample.
+        assert_eq!(e.srtt(), None);
+        assert_eq!(e.rttvar(), Duration::from_millis(420));
+        assert_eq!(e.rto(), Duration::from_millis(26_880));
+        // A 30-tick sample then starts afresh: srtt8 240, rttvar4 60, RTO (480 + 240) >> 3 =
+        // 90 ticks. After only three backoffs it is smoothed in: delta = −26, srtt8 = 422,
+        // rttvar4 = 112 + 26 − 28 = 110, RTO (880 + 422) >> 3 = 162 ticks.
+        let r = Duration::from_millis(300);
+        e.on_sample(SENT + r, r);
+        assert_eq!(e.rto(), Duration::from_millis(900));
+        assert_eq!(e.backoff(), 0);
+        kept.on_sample(SENT + r, r);
+        assert_eq!(kept.rto(), Duration::from_millis(1620));
+    }
+
+    #[test]
+    fn ns2_keeps_the_backoff_after_a_syn_timeout() {
+        let mut rfc = est();
+        rfc.on_backoff();
+        rfc.on_syn_timeout_established();
+        assert_eq!(rfc.rto(), Duration::from_secs(3));
+        let mut e = ns2(0);
+        e.on_backoff();
+        e.on_syn_timeout_established();
+        assert_eq!(e.rto(), Duration::from_secs(6));
+    }
+
+    #[test]
+    fn the_config_picks_the_estimator_and_the_phase_comes_from_the_iss() {
+        use crate::tcp::config::Profile;
+        let ns2 = TcpConfig::for_profile(Profile::Ns2);
+        // iss / 2³² of a 10 ms tick: 0x8000_0000 → 5 ms (56 ticks), 0x9999_9999 → 5.999 999 9
+        // ms (1.000 → 1.5649 s plus that crosses 57 boundaries).
+        let mut e = RttEstimator::for_config(&ns2, 0x8000_0000);
+        e.on_sample(SENT + R, R);
+        assert_eq!(e.rto(), Duration::from_millis(1680));
+        let mut e = RttEstimator::for_config(&ns2, 0x9999_9999);
+        e.on_sample(SENT + R, R);
+        assert_eq!(e.rto(), Duration::from_millis(1710));
+        // The rfc profile: RFC 6298 at full resolution, 3 × 564.9 ms.
+        let mut e = RttEstimator::for_config(&TcpConfig::default(), 0x9999_9999);
+        e.on_sample(SENT + R, R);
+        assert_eq!(e.rto(), Duration::from_micros(1_694_700));
+        assert_eq!(e.srtt(), Some(R));
     }
 }
