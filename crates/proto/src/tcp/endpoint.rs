@@ -2417,7 +2417,7 @@ mod rack_tests {
         ep.win.mss = 1000;
         ep.snd_una = 1;
         ep.snd_wnd = 1 << 20;
-        ep.rtt.on_sample(Duration(100 * MS));
+        ep.rtt.on_sample(Instant::ZERO, Duration(100 * MS));
         for (i, &t) in sent_ms.iter().enumerate() {
             let start = 1 + 1000 * i as u64;
             ep.sent_log.push_back(SentSegment {
