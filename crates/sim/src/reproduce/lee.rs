@@ -36,7 +36,8 @@ pub(super) fn run(dir: &Path, figs: &mut Figures) -> Res<Vec<Table>> {
     let t1 = table1_jobs(&dir.join("table1"))?;
     let nows = nows_jobs(&dir.join("no_wscale"))?;
     let f1 = fig1_jobs(&dir.join("fig1"))?;
-    for j in [&t2, &slow, &sweep.0, &t1, &nows, &f1] {
+    let udp = udp_jobs(&dir.join("table1_udp"))?;
+    for j in [&t2, &slow, &sweep.0, &t1, &nows, &f1, &udp] {
         jobs.extend(j.iter().cloned());
     }
     let summaries = par_map(&jobs, |(d, sc)| run_scenario(sc, d))?;
@@ -45,6 +46,9 @@ pub(super) fn run(dir: &Path, figs: &mut Figures) -> Res<Vec<Table>> {
     let sweep_summaries = summaries
         .get(first..first + sweep.0.len())
         .ok_or("lee: sweep summaries missing")?;
+    let udp_summaries = summaries
+        .get(summaries.len() - udp.len()..)
+        .ok_or("lee: UDP summaries missing")?;
     Ok(vec![
         table2(&dir.join("table2"), figs)?,
         slow_app(&dir.join("slow_app"), &slow[0].1, figs)?,
@@ -53,6 +57,8 @@ pub(super) fn run(dir: &Path, figs: &mut Figures) -> Res<Vec<Table>> {
         no_wscale(&dir.join("no_wscale"))?,
         fig1(&dir.join("fig1"), figs)?,
         fig4(&dir.join("table2"), &dir.join("no_wscale"), figs)?,
+        table1_udp(&dir.join("table1_udp"), udp_summaries)?,
+        table1_udp_background(&dir.join("table1_udp"))?,
     ])
 }
 
@@ -820,6 +826,169 @@ fn table1(out: &Path, figs: &mut Figures) -> Res<Table> {
                 "buffer",
                 "ours RTT",
                 "ours Mb/s",
+                "paper RTT",
+                "paper Mb/s",
+            ],
+            rows,
+        ),
+    })
+}
+
+/// The background off (one byte), as table1.toml's sweep does.
+const NO_BACKGROUND: &str = "flow.background.app={ kind = \"bulk\", bytes = \"1B\" }";
+
+/// The paper's own background: 400 kb/s of UDP from NECTEC's LAN to CUHK (its access link
+/// raised to 100 Mb/s, so that the CBR, not the link, sets the pace).
+const UDP_BACKGROUND: [&str; 2] = [
+    "flow.background.app={ kind = \"udp\", rate = \"400kbps\" }",
+    "link.bg-access.rate=100Mbps",
+];
+
+/// The channel released only toward CUHK (the direction the paper's background kept busy),
+/// with S = 4.75 s so that one round trip through one set-up is the measured
+/// 1.03 + 4.75 = 5.78 s; the other direction is never released.
+const RELEASE_TOWARD_CUHK: [&str; 2] = [
+    "link.cuhk-nectec.channel_release={ idle = \"100000s\", setup = \"0s\" }",
+    "link.nectec-cuhk.channel_release={ idle = \"500ms\", setup = \"4750ms\" }",
+];
+
+/// Table 1's UDP row: (directory, label, payload rate) of a CBR from CUHK to NECTEC on the
+/// released channel without background, 1472-byte payloads for 70 s (the run lasts 72 s).
+const UDP_CASES: [(&str, &str, &str); 2] = [
+    ("udp-40M", "40 Mb/s of payload (iperf3 `-b 40M`)", "40Mbps"),
+    (
+        "udp-wire-40M",
+        "39.253 Mb/s of payload: 40 Mb/s on the wire",
+        "39253333bps",
+    ),
+];
+
+/// Table 1 with a UDP background: (directory, background, release, paper RTT and Mb/s).
+const UDP_BG_CASES: [(&str, &str, &str, f64, f64); 3] = [
+    (
+        "tcp-udpbg",
+        "UDP 400 kb/s NECTEC → CUHK",
+        "both directions, S = 2.375 s (as above)",
+        1.03,
+        0.5,
+    ),
+    (
+        "tcp-udpbg-towardcuhk",
+        "UDP 400 kb/s NECTEC → CUHK",
+        "toward CUHK only, S = 4.75 s",
+        1.03,
+        0.5,
+    ),
+    (
+        "tcp-nobg-towardcuhk",
+        "none",
+        "toward CUHK only, S = 4.75 s",
+        5.78,
+        0.12,
+    ),
+];
+
+fn udp_jobs(out: &Path) -> Res<Jobs> {
+    let mut jobs = Vec::new();
+    for (d, _, rate) in UDP_CASES {
+        let set = vec![
+            NO_BACKGROUND.to_string(),
+            // 70 s of sending, then 2 s for the last datagrams to arrive (a 515 ms hop and
+            // up to 1000 queued packets): goodput is what arrived over the 70 s.
+            format!("flow.tcp.app={{ kind = \"udp\", rate = \"{rate}\", duration = \"70s\" }}"),
+            "flow.tcp.start=0s".into(),
+            "duration=72s".into(),
+        ];
+        jobs.push((out.join(d), load(TABLE1, "table1.toml", &set)?.scenario));
+    }
+    for (d, bg, release, _, _) in UDP_BG_CASES {
+        let mut set: Vec<String> = Vec::new();
+        if bg == "none" {
+            set.push(NO_BACKGROUND.into());
+        } else {
+            set.extend(UDP_BACKGROUND.iter().map(|s| s.to_string()));
+        }
+        if release.starts_with("toward") {
+            set.extend(RELEASE_TOWARD_CUHK.iter().map(|s| s.to_string()));
+        }
+        jobs.push((out.join(d), load(TABLE1, "table1.toml", &set)?.scenario));
+    }
+    Ok(jobs)
+}
+
+/// Table 1's UDP row: goodput over the 70 s of sending, loss and jitter from the sink
+/// (summary.json's `udp` block).
+fn table1_udp(out: &Path, summaries: &[satpep_output::Summary]) -> Res<Table> {
+    let mut csv = String::from("case,goodput_bps,packets_sent,lost_packets,jitter_ms\n");
+    let mut rows = Vec::new();
+    for ((d, label, _), s) in UDP_CASES.iter().zip(summaries) {
+        let f = s.flows.first().ok_or("lee: UDP run without flows")?;
+        let u = f.udp.as_ref().ok_or("lee: UDP run without a udp block")?;
+        let loss = u.lost_packets as f64 / u.packets_sent.max(1) as f64 * 100.0;
+        writeln!(
+            csv,
+            "{d},{:.0},{},{},{:.6}",
+            f.goodput_bps, u.packets_sent, u.lost_packets, u.jitter_ms
+        )?;
+        rows.push(vec![
+            label.to_string(),
+            fixed(f.goodput_bps / 1e6, 3),
+            format!(
+                "{} of {} ({} %)",
+                u.lost_packets,
+                u.packets_sent,
+                fixed(loss, 2)
+            ),
+            format!("{} ms", fixed(u.jitter_ms, 3)),
+            "40, negligible loss".into(),
+            verdict(f.goodput_bps / 1e6, 40.0),
+        ]);
+    }
+    super::write(&out.join("table1_udp.csv"), &csv)?;
+    Ok(Table {
+        name: "table1_udp".into(),
+        markdown: md_table(
+            &[
+                "UDP source, CUHK → NECTEC, no background",
+                "ours (Mb/s)",
+                "ours lost",
+                "ours jitter",
+                "paper (Mb/s)",
+                "verdict",
+            ],
+            rows,
+        ),
+    })
+}
+
+/// Table 1's TCP rows with the paper's UDP background, under the two release models; the
+/// 64 KB TCP flow's RTT and goodput over 240–360 s as in [`table1`].
+fn table1_udp_background(out: &Path) -> Res<Table> {
+    let mut csv = String::from("case,rtt_s,throughput_bps,paper_rtt_s,paper_throughput_bps\n");
+    let mut rows = Vec::new();
+    for (d, bg, release, p_rtt, p_mbps) in UDP_BG_CASES {
+        let flow = read_flow(&out.join(d), "tcp")?;
+        let g = goodput(&flow, 240.0, 360.0);
+        let rtt = mean_srtt(&flow, 240.0, 360.0) / 1e3;
+        writeln!(csv, "{d},{rtt:.3},{g:.0},{p_rtt},{}", p_mbps * 1e6)?;
+        rows.push(vec![
+            bg.to_string(),
+            release.to_string(),
+            format!("{} s", fixed(rtt, 3)),
+            fixed(g / 1e6, 3),
+            format!("{p_rtt} s"),
+            p_mbps.to_string(),
+        ]);
+    }
+    super::write(&out.join("table1_udp_background.csv"), &csv)?;
+    Ok(Table {
+        name: "table1_udp_background".into(),
+        markdown: md_table(
+            &[
+                "background",
+                "channel release",
+                "ours RTT",
+                "ours Mb/s (64 KB)",
                 "paper RTT",
                 "paper Mb/s",
             ],
