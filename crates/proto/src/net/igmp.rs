@@ -517,6 +517,27 @@ mod tests {
         assert_eq!(m.stats().reports_sent, 2);
     }
 
+    /// Robustness Variable N: a join sends its report N times in all (RFC 2236 §3, §8.1).
+    #[test]
+    fn a_join_is_reported_robustness_times() {
+        for robustness in [1u8, 2, 3, 4] {
+            let timers = IgmpTimers {
+                robustness,
+                ..IgmpTimers::default()
+            };
+            let mut m = Member::new(timers, Rng::new(9, 9));
+            m.join(at(0), G);
+            let mut reports = drain(&mut m).len();
+            while let Some(t) = m.poll_timeout() {
+                assert!(t <= at(10_000 * u64::from(robustness)), "{t:?}");
+                m.handle_timeout(t);
+                reports += drain(&mut m).len();
+            }
+            assert_eq!(reports, usize::from(robustness), "robustness {robustness}");
+            assert_eq!(m.stats().reports_sent, u64::from(robustness));
+        }
+    }
+
     #[test]
     fn leave_is_sent_only_by_the_last_reporter() {
         let mut m = member();
@@ -552,6 +573,7 @@ mod tests {
         m.handle_timeout(at(60_000));
         assert_eq!(drain(&mut m), vec![(G, IgmpMessage::Report { group: G })]);
         assert_eq!(m.stats().reports_suppressed, 3);
+        assert_eq!(m.stats().queries_received, 1);
         // A group-specific query for a group we are not in is ignored.
         m.on_query(
             at(70_000),
