@@ -647,6 +647,8 @@ mod tests {
         }
         // Startup: 0, then 31.25 s (startup count 2), then 125 s apart.
         assert_eq!(times, vec![at(0), at(31_250), at(156_250), at(281_250)]);
+        assert_eq!(q.stats().general_queries_sent, 8);
+        assert_eq!(q.stats().group_queries_sent, 0);
     }
 
     #[test]
@@ -701,6 +703,8 @@ mod tests {
         q.handle_timeout(at(12_000));
         assert_eq!(q.member_ports(G).collect::<Vec<_>>(), vec![PortId(1)]);
         assert!(queries(&mut q).is_empty(), "no third query");
+        assert_eq!(q.stats().group_queries_sent, 2);
+        assert_eq!(q.stats().leaves_received, 2);
         // A Leave answered by a report keeps the members.
         q.on_leave(at(20_000), PortId(1), G);
         q.on_report(at(20_400), PortId(1), G);
