@@ -721,6 +721,40 @@ mod tests {
         );
     }
 
+    /// Another proxy's report heard from upstream answers the query for this one (RFC 2236 §3
+    /// suppression on the upstream link); IGMP messages are counted as read.
+    #[test]
+    fn a_proxy_keeps_quiet_when_another_reports_upstream_first() {
+        let mut r = router(true);
+        r.handle_packet(at(0), PortId(1), report(Ipv4Addr::new(10, 9, 9, 9), G));
+        let query = emit_igmp(
+            Ipv4Addr::new(10, 0, 9, 1),
+            ALL_SYSTEMS,
+            5,
+            &IgmpMessage::Query {
+                group: Ipv4Addr::UNSPECIFIED,
+                max_response: Duration::from_secs(10),
+            },
+        );
+        while let Some(t) = r.poll_timeout().filter(|&t| t < at(20_000)) {
+            r.handle_timeout(t);
+        }
+        sent(&mut r);
+        r.handle_packet(at(20_000), PortId(0), query);
+        r.handle_packet(at(20_000), PortId(0), report(Ipv4Addr::new(10, 0, 7, 1), G));
+        while let Some(t) = r.poll_timeout().filter(|&t| t <= at(31_000)) {
+            r.handle_timeout(t);
+            assert!(
+                sent(&mut r).iter().all(|tx| tx.port != PortId(0)),
+                "suppressed"
+            );
+        }
+        let s = r.stats();
+        assert_eq!(s.upstream.reports_suppressed, 1);
+        assert_eq!(s.igmp_received, 3);
+        assert_eq!(s.igmp_ignored, 0);
+    }
+
     #[test]
     fn a_host_counts_only_what_arrives_while_it_is_a_member() {
         let m = [GroupMembership {
@@ -761,5 +795,9 @@ mod tests {
         );
         assert_eq!(h.not_member, 3);
         assert_eq!(h.poll_timeout(), None);
+        let mut bad = report(ME, G).header().to_vec();
+        bad[27] ^= 0x40;
+        h.handle_packet(at(7_000), &Packet::new(&bad, 0));
+        assert_eq!(h.igmp_malformed, 1);
     }
 }
