@@ -799,5 +799,8 @@ mod tests {
         bad[27] ^= 0x40;
         h.handle_packet(at(7_000), &Packet::new(&bad, 0));
         assert_eq!(h.igmp_malformed, 1);
+        let st = h.member_stats();
+        assert_eq!((st.leaves_sent, st.queries_received), (1, 0));
+        assert!(st.reports_sent >= 1);
     }
 }
