@@ -737,6 +737,16 @@ mod tests {
         assert!(bad(|t| t.last_member_query_interval = Duration::ZERO)
             .starts_with("last_member_query_interval"));
         assert!(bad(|t| t.last_member_query_interval = Duration::from_secs(26)).contains("25.5 s"));
+        assert!(
+            bad(|t| t.query_response_interval = Duration::from_millis(25_600)).contains("25.5")
+        );
+        // 25.5 s is the largest Max Response Time IGMPv2 codes (255 tenths): accepted.
+        let edge = IgmpTimers {
+            query_response_interval: Duration::from_millis(25_500),
+            last_member_query_interval: Duration::from_millis(25_500),
+            ..IgmpTimers::default()
+        };
+        assert!(edge.validate().is_ok());
     }
 
     proptest! {
