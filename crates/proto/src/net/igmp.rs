@@ -379,7 +379,9 @@ impl Querier {
         if m.checking.is_some() {
             return;
         }
-        m.expires = now + lmqi.saturating_mul(u64::from(count));
+        // A leave only shortens a membership (RFC 2236 §3): one left
+        // 1 s before its Group Membership Interval ends still ends then.
+        m.expires = m.expires.min(now + lmqi.saturating_mul(u64::from(count)));
         m.checking = (count > 1).then(|| (now + lmqi, count - 1));
         self.send_group_query(port, group);
     }
@@ -714,6 +716,20 @@ mod tests {
         // A Leave for a group without members on the port sends nothing.
         q.on_leave(at(30_000), PortId(2), G);
         assert!(queries(&mut q).is_empty());
+    }
+
+    #[test]
+    fn a_leave_never_lengthens_a_membership() {
+        // Reported at 0 s, so it ends at 260 s; a Leave at 259.5 s must not
+        // stretch it to 259.5 + 2 s (found by the property below in CI).
+        let mut q = querier();
+        q.on_report(at(0), PortId(2), G);
+        q.on_leave(at(259_500), PortId(2), G);
+        q.handle_timeout(at(259_999));
+        assert!(q.has_members(G));
+        q.handle_timeout(at(260_000));
+        assert!(!q.has_members(G));
+        assert_eq!(q.stats().memberships_expired, 1);
     }
 
     #[test]
