@@ -2495,6 +2495,36 @@ mod rack_tests {
         assert_eq!(ep.rack.rtt, Duration(140 * MS));
     }
 
+    /// RFC 8985 §6.2 step 3: only a segment never resent, delivered strictly below RACK.fack,
+    /// shows reordering; a repaired loss below fack, or the segment at fack itself, does not.
+    #[test]
+    fn reordering_is_a_never_resent_segment_below_fack() {
+        let seg = |end: u64, retransmitted: bool| SentSegment {
+            start: end - 1000,
+            end,
+            sent: Instant(0),
+            retransmitted,
+            xmit: Instant(10 * MS),
+            lost: false,
+            rtx_out: false,
+        };
+        let mut rack = Rack {
+            fack: 5001,
+            ..Rack::default()
+        };
+        let mut newest = None;
+        rack_deliver(&mut rack, &mut newest, &seg(2001, true), Instant(200 * MS));
+        assert!(
+            !rack.reordering_seen,
+            "a retransmission repairs, it does not reorder"
+        );
+        rack_deliver(&mut rack, &mut newest, &seg(5001, false), Instant(200 * MS));
+        assert!(!rack.reordering_seen, "the segment at fack is in order");
+        assert_eq!(rack.fack, 5001);
+        rack_deliver(&mut rack, &mut newest, &seg(3001, false), Instant(200 * MS));
+        assert!(rack.reordering_seen);
+    }
+
     /// Step 5: segments sent before RACK.xmit_ts are lost after RACK.rtt + reo_wnd; the timer
     /// is armed for the longest wait left (RFC 8985 takes the maximum).
     #[test]
