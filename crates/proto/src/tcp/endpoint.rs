@@ -2525,6 +2525,17 @@ mod rack_tests {
         assert!(rack.reordering_seen);
     }
 
+    /// RACK_sent_after: the later send time wins; at the same instant the higher end sequence.
+    #[test]
+    fn sent_after_breaks_ties_by_end_sequence() {
+        let (t, later) = (Instant(10 * MS), Instant(11 * MS));
+        assert!(sent_after(later, 1001, t, 2001));
+        assert!(!sent_after(t, 2001, later, 1001));
+        assert!(sent_after(t, 2001, t, 1001));
+        assert!(!sent_after(t, 1001, t, 2001));
+        assert!(!sent_after(t, 1001, t, 1001));
+    }
+
     /// Step 5: segments sent before RACK.xmit_ts are lost after RACK.rtt + reo_wnd; the timer
     /// is armed for the longest wait left (RFC 8985 takes the maximum).
     #[test]
