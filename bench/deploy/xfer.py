@@ -22,9 +22,11 @@
       Opens N idle connections, prints JSON (opened, errors, seconds to open them), holds them
       S seconds, closes them.
 
-  xfer.py syn-flood --src A --host H --port P --count N
-      Sends N SYNs from A (source ports 1024 up, then wrapping) through a raw socket: the
-      gateway tests' hostile load. Needs root.
+  xfer.py syn-flood --src A [--sources K] --host H --port P --count N
+      Sends N SYNs through a raw socket from the K consecutive addresses starting at A (K = 1
+      by default), SYN i from address A + i mod K and source port 1024 + (i div K) mod 64000:
+      every SYN opens a distinct connection while N <= 64000 K. The gateway tests' hostile
+      load. Needs root. Prints JSON: sent, failed (sendto errors), distinct.
 
   xfer.py forge-ah --src A --host H --count N
       Sends N compacted ACKs in AH-framed IP-in-IP (crate::auth's layout) from A to H whose
@@ -280,12 +282,15 @@ def _checksum(b):
     return (~s) & 0xFFFF
 
 
-def syn_flood(src, dst, port, count):
+def syn_flood(src, dst, port, count, sources=1):
     sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
-    s4, d4 = socket.inet_aton(src), socket.inet_aton(dst)
-    sent = 0
+    base = struct.unpack("!I", socket.inet_aton(src))[0]
+    srcs = [struct.pack("!I", base + k) for k in range(sources)]
+    d4 = socket.inet_aton(dst)
+    sent = failed = 0
     for i in range(count):
-        sport = 1024 + i % 64000
+        s4 = srcs[i % sources]
+        sport = 1024 + (i // sources) % 64000
         seq = (i * 2654435761) & 0xFFFFFFFF
         tcp = struct.pack("!HHIIBBHHH", sport, port, seq, 0, 5 << 4, 0x02, 64240, 0, 0)
         pseudo = s4 + d4 + struct.pack("!BBH", 0, 6, len(tcp))
@@ -296,8 +301,9 @@ def syn_flood(src, dst, port, count):
             sock.sendto(ip + tcp, (dst, 0))
             sent += 1
         except OSError:
+            failed += 1
             time.sleep(0.001)
-    print(json.dumps({"sent": sent}))
+    print(json.dumps({"sent": sent, "failed": failed, "distinct": min(count, 64000 * sources)}))
 
 
 def forge_ah(src, dst, count):
@@ -386,6 +392,7 @@ def main():
     h.add_argument("--seconds", type=float, required=True)
     f = sub.add_parser("syn-flood")
     f.add_argument("--src", required=True)
+    f.add_argument("--sources", type=int, default=1)
     f.add_argument("--host", required=True)
     f.add_argument("--port", type=int, required=True)
     f.add_argument("--count", type=int, required=True)
@@ -413,7 +420,7 @@ def main():
     elif a.cmd == "hold":
         hold(a.host, a.port, a.count, a.seconds)
     elif a.cmd == "syn-flood":
-        syn_flood(a.src, a.host, a.port, a.count)
+        syn_flood(a.src, a.host, a.port, a.count, a.sources)
     elif a.cmd == "serve":
         with Server((a.bind, a.port), a.cc, a.peers, a.timeout) as srv:
             print(f"serving on {a.bind}:{a.port}", flush=True)

@@ -146,6 +146,13 @@ pub fn render(instance: &str, interfaces: &[String], p: &Pipeline, uptime_s: f64
             "Connections in the connection table now.",
         );
         let _ = writeln!(s, "satpep_connections{{{inst}}} {n}");
+        family(
+            &mut s,
+            "satpep_max_connections",
+            "gauge",
+            "Largest number of connections the table has held since the start.",
+        );
+        let _ = writeln!(s, "satpep_max_connections{{{inst}}} {}", c.max_connections);
     }
     // A chain's counters are `<index>.<kind>.<name>`: the index becomes a label.
     let mut seen = std::collections::HashSet::new();
@@ -332,6 +339,8 @@ mod tests {
             "# TYPE satpep_rx_packets_total counter",
             "satpep_rx_packets_total{instance_name=\"gw\",interface=\"sat\"} 0",
             "satpep_connections{instance_name=\"gw\"} 0",
+            "# TYPE satpep_max_connections gauge",
+            "satpep_max_connections{instance_name=\"gw\"} 0",
             "# TYPE satpep_split_tcp_flows_split_total counter",
             "# TYPE satpep_split_tcp_buffer_bytes gauge",
             "satpep_split_tcp_buffer_bytes{instance_name=\"gw\"} 0",

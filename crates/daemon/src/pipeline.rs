@@ -38,6 +38,9 @@ pub struct PathCounters {
     pub malformed: u64,
     /// Packets the middlebox sent without a valid IPv4 header (dropped; a bug if not 0).
     pub bad_output: u64,
+    /// Largest number of connections the middlebox's table held after any input (a
+    /// high-water mark: a scrape's gauge misses a peak between two scrapes).
+    pub max_connections: u64,
 }
 
 /// Shapers' drops by reason ([`DropReason::ALL`] order), summed over shapers.
@@ -150,6 +153,9 @@ impl Pipeline {
             self.counters.tx_packets += 1;
             self.counters.tx_bytes += tx.pkt.wire_len();
             self.out.push_back(tx.pkt);
+        }
+        if let Some(n) = self.middlebox.open_connections() {
+            self.counters.max_connections = self.counters.max_connections.max(n);
         }
     }
 

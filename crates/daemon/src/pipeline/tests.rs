@@ -244,3 +244,52 @@ fn a_keyed_terminal_and_gateway_carry_compacted_acks_and_refuse_forgeries_and_re
     assert_eq!(counter(&gw, "bad_mac"), 1);
     assert_eq!(counter(&gw, "regenerated"), regenerated, "not one ACK more");
 }
+
+/// The bytes of a SYN `10.0.1.2:sport → 10.0.2.1:80`.
+fn syn(sport: u16) -> Vec<u8> {
+    let ip = Ipv4Repr {
+        src: Ipv4Addr::new(10, 0, 1, 2),
+        dst: Ipv4Addr::new(10, 0, 2, 1),
+        protocol: IPPROTO_TCP,
+        ttl: 63,
+        ident: 7,
+        dscp_ecn: 0,
+        payload_len: 0,
+    };
+    let tcp = TcpRepr {
+        src_port: sport,
+        dst_port: 80,
+        seq: SeqNumber(1000),
+        flags: satpep_proto::wire::TcpFlags::SYN,
+        window: 20_000,
+        mss: Some(1460),
+        ..TcpRepr::default()
+    };
+    let pkt = satpep_proto::wire::emit_tcp_packet(&ip, &tcp, |_| ()).expect("no payload");
+    let mut wire = Vec::new();
+    pkt.write_wire(&mut wire);
+    wire
+}
+
+#[test]
+fn the_connection_high_water_mark_keeps_the_peak_after_the_table_empties() {
+    let mut p = Pipeline::new(
+        &config(
+            "interfaces = [\"a\", \"b\"]\n\
+             middlebox = { kind = \"split_tcp\", max_embryonic = 3, connect_timeout = \"1s\" }\n",
+        ),
+        0,
+    );
+    for port in 1..=5 {
+        p.ingress(Instant(port), 0, &syn(port as u16));
+    }
+    drain(&mut p);
+    // Three half-open flows held, two SYNs passed through unsplit.
+    assert_eq!(p.middlebox().open_connections(), Some(3));
+    assert_eq!(p.counters().max_connections, 3);
+    // Nobody answers: the handshake deadline frees them all; the peak stays.
+    p.handle_timeout(Instant(Duration::from_secs(2).as_nanos()));
+    drain(&mut p);
+    assert_eq!(p.middlebox().open_connections(), Some(0));
+    assert_eq!(p.counters().max_connections, 3);
+}
