@@ -253,6 +253,28 @@ mod tests {
         assert_eq!(p.payload_len, 0);
     }
 
+    /// A report without Router Alert (RFC 2236 §2 lets routers accept it), read off a wire
+    /// with the bare 20-byte IP header as the header and the message as real payload.
+    #[test]
+    fn a_bare_twenty_byte_header_with_the_message_as_payload_parses() {
+        let mut ip = [0u8; 20];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&28u16.to_be_bytes());
+        ip[8] = 1;
+        ip[9] = IPPROTO_IGMP;
+        ip[12..16].copy_from_slice(&HOST.octets());
+        ip[16..20].copy_from_slice(&GROUP.octets());
+        let check = checksum::finish(checksum::sum(0, &ip));
+        ip[10..12].copy_from_slice(&check.to_be_bytes());
+        let msg = IgmpMessage::Report { group: GROUP };
+        let wire = [&ip[..], &message_bytes(&msg)[..]].concat();
+        let p = Packet::from_wire(&wire, 20).expect("fits");
+        assert_eq!(p.header().len(), 20);
+        assert_eq!(parse_igmp(&p).expect("parses").messages, vec![msg]);
+        let short = Packet::from_wire(&wire[..19], 19).expect("fits");
+        assert_eq!(parse_igmp(&short), Err(WireError::Truncated));
+    }
+
     #[test]
     fn every_message_round_trips() {
         for msg in [
