@@ -369,8 +369,8 @@ fn a_split_gateway_is_transparent_both_ways_and_byte_exact() {
 /// level and a message; the documented events appear with their fields (docs/deploy.md,
 /// "Operations"): the set-up ("in the forwarding path", with the instance, the role, the
 /// mechanism and the interfaces), the `log_every_s` counter summary that counted a transfer's
-/// packets with no connection left open, and the stop. (Connections opening and closing are
-/// not logged; the metrics count them.)
+/// packets with no connection left open, each split connection's "connection split" and
+/// "connection ended" (client, server, how, seconds, bytes each way), and the stop.
 #[test]
 fn json_logs_are_one_object_per_line_with_the_documented_events() {
     if !can_run() {
@@ -445,6 +445,33 @@ fn json_logs_are_one_object_per_line_with_the_documented_events() {
     assert!(rx >= 2 * 100_000 / 1448 && tx > 0, "{last}");
     assert_eq!(last["malformed"], 0, "{last}");
     assert_eq!(last["connections"], 0, "both transfers closed: {last}");
+    // The connection log: each transfer split once and ended closed, with its bytes: the
+    // 11-byte request `GET 100000\n` and the 100 000-byte answer.
+    let split = event("connection split");
+    assert_eq!(split.len(), 2, "{text}");
+    let ended = event("connection ended");
+    assert_eq!(ended.len(), 2, "{text}");
+    for e in split.iter().chain(&ended) {
+        assert_eq!(e["instance"], "gw", "{e}");
+        assert_eq!(e["server"], format!("{SERVER}:{PORT}"), "{e}");
+        assert!(
+            e["client"]
+                .as_str()
+                .is_some_and(|c| c.starts_with(&format!("{CLIENT}:"))),
+            "{e}"
+        );
+    }
+    for e in &ended {
+        assert_eq!(e["how"], "closed", "{e}");
+        assert_eq!(e["bytes_to_server"], 11, "{e}");
+        assert_eq!(e["bytes_to_client"], 100_000, "{e}");
+        assert!(e["seconds"].as_f64().is_some_and(|s| s > 0.0), "{e}");
+    }
+    let mut clients: Vec<_> = split.iter().map(|e| e["client"].clone()).collect();
+    let mut closed: Vec<_> = ended.iter().map(|e| e["client"].clone()).collect();
+    clients.sort_by_key(|c| c.to_string());
+    closed.sort_by_key(|c| c.to_string());
+    assert_eq!(clients, closed, "every split connection ended");
     assert_eq!(event("stopping").len(), 1, "{text}");
 }
 

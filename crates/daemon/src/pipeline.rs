@@ -70,9 +70,12 @@ impl Pipeline {
                 shapers[p] = Some(Link::new(&s.link_config(), rng).with_epoch(epoch));
             }
         }
+        let mut middlebox =
+            Middlebox::new(config.middlebox(), Rng::new(config.seed, STREAM_MIDDLEBOX))
+                .with_epoch(epoch);
+        middlebox.record_split_events();
         Self {
-            middlebox: Middlebox::new(config.middlebox(), Rng::new(config.seed, STREAM_MIDDLEBOX))
-                .with_epoch(epoch),
+            middlebox,
             shapers,
             out: VecDeque::new(),
             orphans: Orphans::default(),
@@ -189,6 +192,11 @@ impl Pipeline {
             .map(|r| r.stats().flows_split)
             .sum();
         (split, self.middlebox.open_connections().unwrap_or(0))
+    }
+
+    /// The next split connection opened or ended (for the log).
+    pub fn poll_event(&mut self) -> Option<satpep_proto::pep::SplitEvent> {
+        self.middlebox.poll_split_event()
     }
 
     /// The next packet to write (to be routed by the kernel).

@@ -283,6 +283,9 @@ pub fn run(
             }
         }
         pipeline.handle_timeout(now());
+        while let Some(e) = pipeline.poll_event() {
+            log_connection(&name, e);
+        }
         if let Some(m) = metrics.as_mut() {
             let up = started.elapsed().as_secs_f64();
             m.serve(|| {
@@ -332,6 +335,39 @@ pub fn run(
 
 /// How often the journal of split connections may be rewritten.
 const JOURNAL_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// One log line per split connection opened or ended (an operator's connection log).
+fn log_connection(name: &str, e: satpep_proto::pep::SplitEvent) {
+    use satpep_proto::pep::SplitEvent;
+    let addr = |(a, p): (std::net::Ipv4Addr, u16)| std::net::SocketAddrV4::new(a, p);
+    match e {
+        SplitEvent::Split {
+            opener, listener, ..
+        } => info!(
+            instance = %name,
+            client = %addr(opener),
+            server = %addr(listener),
+            "connection split"
+        ),
+        SplitEvent::Ended {
+            at,
+            opener,
+            listener,
+            how,
+            since,
+            bytes,
+        } => info!(
+            instance = %name,
+            client = %addr(opener),
+            server = %addr(listener),
+            how = how.as_str(),
+            seconds = (at - since).as_secs_f64(),
+            bytes_to_server = bytes[0],
+            bytes_to_client = bytes[1],
+            "connection ended"
+        ),
+    }
+}
 
 fn write_journal(file: &Path, pipeline: &Pipeline) -> Result<(), DaemonError> {
     let text = crate::orphans::journal_text(pipeline.split_connections().into_iter());

@@ -242,6 +242,28 @@ impl Middlebox {
         }
     }
 
+    /// Keep split connections' open/end events (a daemon's connection log), in every split
+    /// relay of this middlebox.
+    pub fn record_split_events(&mut self) {
+        match self {
+            Self::SplitTcp(r) => r.record_events(),
+            Self::Chain(c) => c
+                .elements_mut()
+                .iter_mut()
+                .for_each(Self::record_split_events),
+            _ => {}
+        }
+    }
+
+    /// The next split-connection event, from the first relay that has one.
+    pub fn poll_split_event(&mut self) -> Option<crate::pep::SplitEvent> {
+        match self {
+            Self::SplitTcp(r) => r.poll_event(),
+            Self::Chain(c) => c.elements_mut().iter_mut().find_map(Self::poll_split_event),
+            _ => None,
+        }
+    }
+
     /// Connections held in a connection table now (split flows, spoofing CCBs; summed over a
     /// chain), or `None` for a middlebox that keeps none. What a leak check reads after a run.
     pub fn open_connections(&self) -> Option<u64> {

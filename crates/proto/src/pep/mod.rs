@@ -11,7 +11,10 @@ mod proxy;
 mod split_flow;
 pub mod spoof;
 
-pub use proxy::{Handshake, SplitConfig, SplitFlowInfo, SplitRelay, SplitStats};
+pub use proxy::{
+    Handshake, SplitConfig, SplitEnd, SplitEvent, SplitFlowInfo, SplitRelay, SplitStats,
+    SPLIT_EVENT_CAP,
+};
 pub use split_flow::Side;
 pub use spoof::{CcbState, SpoofConfig, SpoofGateway, SpoofStats};
 

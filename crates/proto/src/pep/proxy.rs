@@ -217,6 +217,59 @@ pub struct SplitFlowInfo {
     pub connect_snd_wnd: u64,
 }
 
+/// How a split connection ended, for [`SplitEvent::Ended`].
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum SplitEnd {
+    /// Both halves closed (FIN both ways, everything acknowledged).
+    Closed,
+    /// A half was not established by the connect deadline, or the listener refused it.
+    HandshakeFailed,
+    /// Reset by either end or by the relay (retry limit, buffer limits).
+    Aborted,
+    /// Idle longer than `idle_timeout`: reset by the reaper.
+    Reaped,
+}
+
+impl SplitEnd {
+    /// The word a log line uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Closed => "closed",
+            Self::HandshakeFailed => "handshake_failed",
+            Self::Aborted => "aborted",
+            Self::Reaped => "reaped",
+        }
+    }
+}
+
+/// A split connection opened or ended: what an operator's connection log shows. Recorded only
+/// after [`SplitRelay::record_events`] (the simulator keeps none), read with
+/// [`SplitRelay::poll_event`].
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum SplitEvent {
+    /// The opener's SYN was taken: the connection is split from now on.
+    Split {
+        at: Instant,
+        opener: (Ipv4Addr, u16),
+        listener: (Ipv4Addr, u16),
+    },
+    /// The connection left the table.
+    Ended {
+        at: Instant,
+        opener: (Ipv4Addr, u16),
+        listener: (Ipv4Addr, u16),
+        how: SplitEnd,
+        /// When it was split.
+        since: Instant,
+        /// Bytes relayed [opener → listener, listener → opener].
+        bytes: [u64; 2],
+    },
+}
+
+/// Events held for a reader that has not polled: beyond this many, further ones are counted
+/// in [`SplitRelay::events_dropped`] and lost (a log must not grow without bound).
+pub const SPLIT_EVENT_CAP: usize = 65_536;
+
 /// A split connection and the bytes it held when last accounted.
 #[derive(Clone, Debug)]
 struct Relayed {
@@ -229,6 +282,8 @@ struct Relayed {
     last_seen: Instant,
     /// Reset by the idle reaper (counted apart from aborts).
     reaped: bool,
+    /// When it was split.
+    since: Instant,
 }
 
 /// The split-TCP relay middlebox.
@@ -248,6 +303,9 @@ pub struct SplitRelay {
     next_id: u64,
     stats: SplitStats,
     iss: u32,
+    /// Connection events not yet polled; `None` when nobody asked for them.
+    events: Option<std::collections::VecDeque<SplitEvent>>,
+    events_dropped: u64,
 }
 
 /// Packet ids of middlebox-made packets start here, apart from hosts' ids.
@@ -274,6 +332,8 @@ impl SplitRelay {
             next_id: ID_BASE,
             stats: SplitStats::default(),
             iss: 0x5eed_0000,
+            events: None,
+            events_dropped: 0,
         }
     }
 
@@ -390,22 +450,71 @@ impl SplitRelay {
             embryonic: false,
             last_seen: now,
             reaped: false,
+            since: now,
         };
         let id = self.flows.insert(now, key, relayed).ok()?;
         self.stats.flows_split += 1;
+        self.record(SplitEvent::Split {
+            at: now,
+            opener: (key.src, key.src_port),
+            listener: (key.dst, key.dst_port),
+        });
         Some(id)
     }
 
+    /// Keep connection events from now on (a daemon's log); the simulator does not call it.
+    pub fn record_events(&mut self) {
+        self.events.get_or_insert_with(Default::default);
+    }
+
+    /// The oldest connection event not yet read.
+    pub fn poll_event(&mut self) -> Option<SplitEvent> {
+        self.events.as_mut()?.pop_front()
+    }
+
+    /// Events lost because more than [`SPLIT_EVENT_CAP`] waited unread.
+    pub fn events_dropped(&self) -> u64 {
+        self.events_dropped
+    }
+
+    fn record(&mut self, e: SplitEvent) {
+        if let Some(q) = self.events.as_mut() {
+            if q.len() < SPLIT_EVENT_CAP {
+                q.push_back(e);
+            } else {
+                self.events_dropped += 1;
+            }
+        }
+    }
+
     /// Forget flow `id` if it has finished.
-    fn after(&mut self, id: FlowId) {
+    fn after(&mut self, now: Instant, id: FlowId) {
         let r = &self.flows[id];
         if r.flow.is_finished() {
-            if r.reaped {
+            let how = if r.reaped {
                 self.stats.flows_reaped += 1;
+                SplitEnd::Reaped
             } else if r.flow.aborted {
                 self.stats.flows_aborted += 1;
                 self.stats.handshakes_failed += u64::from(r.flow.handshake_failed);
-            }
+                if r.flow.handshake_failed {
+                    SplitEnd::HandshakeFailed
+                } else {
+                    SplitEnd::Aborted
+                }
+            } else {
+                SplitEnd::Closed
+            };
+            let (opener, listener) = r.flow.ends();
+            let ended = SplitEvent::Ended {
+                at: now,
+                opener,
+                listener,
+                how,
+                since: r.since,
+                bytes: r.flow.relayed(),
+            };
+            self.record(ended);
             if let Some((_, r)) = self.flows.remove(id) {
                 self.buffered -= r.counted;
                 self.embryonic -= u64::from(r.embryonic);
@@ -487,7 +596,7 @@ impl Node for SplitRelay {
         self.out = out;
         self.account(id);
         self.publish_buffer_stats();
-        self.after(id);
+        self.after(now, id);
     }
 
     fn handle_timeout(&mut self, now: Instant) {
@@ -508,7 +617,7 @@ impl Node for SplitRelay {
         self.out = out;
         self.publish_buffer_stats();
         for &id in &due {
-            self.after(id);
+            self.after(now, id);
         }
         due.clear();
         self.due = due;

@@ -355,6 +355,11 @@ impl SplitFlow {
     }
 
     /// Both halves are closed both ways, or the flow was aborted.
+    /// Bytes relayed so far: [opener → listener, listener → opener].
+    pub(crate) fn relayed(&self) -> [u64; 2] {
+        self.fed
+    }
+
     pub(crate) fn is_finished(&self) -> bool {
         self.aborted
             || (self.accept.ep.is_finished() && self.connect.ep.is_finished())

@@ -86,6 +86,82 @@ fn split_relay_carries_real_bytes_exactly_under_satellite_loss() {
     }
 }
 
+/// The connection log (`record_events`): a finished transfer is one `Split` at the SYN and one
+/// `Ended { Closed }` with the bytes relayed each way; a listener that never answers ends as
+/// `HandshakeFailed` at the 75 s connect deadline; without `record_events` nothing is kept.
+#[test]
+fn connection_events_say_when_a_flow_was_split_and_how_it_ended() {
+    let total = 300_000;
+    let mut m = relay(200_000);
+    m.record_events();
+    let mut net = Net::new(m, tcp(1000), tcp(1000), geo(10_000_000, 2_000_000), total);
+    net.b.close(Instant::ZERO);
+    net.run_until(Instant::ZERO + Duration::from_secs(60));
+    let ev: Vec<SplitEvent> = std::iter::from_fn(|| net.m.poll_event()).collect();
+    assert_eq!(ev.len(), 2, "{ev:?}");
+    let SplitEvent::Split {
+        at,
+        opener,
+        listener,
+    } = ev[0]
+    else {
+        panic!("{ev:?}");
+    };
+    assert_eq!((opener, listener), ((A, 40000), (B, 80)));
+    // A's SYN crosses the 10 ms terrestrial hop (plus its serialisation at 10 Mb/s).
+    assert!(
+        at > Instant::ZERO && at < Instant::ZERO + Duration::from_millis(11),
+        "{at:?}"
+    );
+    let SplitEvent::Ended {
+        how,
+        since,
+        bytes,
+        at: end,
+        ..
+    } = ev[1]
+    else {
+        panic!("{ev:?}");
+    };
+    assert_eq!((how, since), (SplitEnd::Closed, at));
+    assert_eq!(bytes, [total, 0]);
+    assert!(end > since + Duration::from_secs(1), "{end:?}");
+    assert_eq!(net.m.events_dropped(), 0);
+
+    let mut m = relay(100_000);
+    m.record_events();
+    let mut net = Net::new(m, tcp(1000), tcp(1000), geo(10_000_000, 2_000_000), 50_000);
+    net.b = crate::tcp::TcpEndpoint::new(tcp(1000), (B, 80), (A, 40000), 9000);
+    net.run_until(Instant::ZERO + Duration::from_secs(200));
+    let ev: Vec<SplitEvent> = std::iter::from_fn(|| net.m.poll_event()).collect();
+    assert_eq!(ev.len(), 2, "{ev:?}");
+    let SplitEvent::Ended {
+        how,
+        at,
+        since,
+        bytes,
+        ..
+    } = ev[1]
+    else {
+        panic!("{ev:?}");
+    };
+    assert_eq!(how, SplitEnd::HandshakeFailed);
+    assert_eq!(bytes[1], 0);
+    let waited = (at - since).as_secs_f64();
+    assert!((75.0..75.1).contains(&waited), "{waited}");
+
+    let mut net = Net::new(
+        relay(100_000),
+        tcp(1000),
+        tcp(1000),
+        geo(10_000_000, 2_000_000),
+        10_000,
+    );
+    net.run_until(Instant::ZERO + Duration::from_secs(10));
+    assert_eq!(net.m.stats().flows_split, 1);
+    assert_eq!(net.m.poll_event(), None, "not recording");
+}
+
 /// A packet whose header bytes run into the payload (3 payload bytes in the header: an odd
 /// split) still relays its bytes exactly: the relay gives the endpoint the whole segment.
 #[test]
