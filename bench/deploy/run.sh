@@ -20,6 +20,8 @@
 #   SPD_PREFIX    namespace prefix (default spd; see topology.sh)
 #   TTFB_RUNS, MB1_RUNS, MB100_RUNS   repetitions (default 5, 3, 1)
 #   CC            congestion control of the server's sockets (default cubic)
+#   RCVBUF        the client's receive buffer in bytes (default: the kernel's autotuning);
+#                 65536 gives paper 004's unscaled 64 KiB window
 #   KEEP=1        leave the topology and the emulator up at the end
 set -eu
 
@@ -77,6 +79,16 @@ if [ -n "${GATEWAY_CMD:-}" ]; then
     ip netns exec "$P-gw" sh -c "$GATEWAY_CMD" >"$OUT/gateway.log" 2>&1 &
     PIDS="$PIDS $!"
 fi
+# A daemon that refused to start (a bad config, another instance holding the same name) would
+# leave a no-PEP path measured under its mode's name: stop instead.
+sleep 1
+for pid in $PIDS; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+        echo "run.sh: a daemon exited at start; see $OUT/terminal.log and $OUT/gateway.log" >&2
+        tail -n 3 "$OUT"/terminal.log "$OUT"/gateway.log >&2 2>/dev/null || true
+        exit 1
+    fi
+done
 ip netns exec "$P-server" python3 "$HERE/xfer.py" serve --port $PORT --cc "$CC" \
     --peers "$OUT/peers.txt" >"$OUT/server.log" 2>&1 &
 PIDS="$PIDS $!"
@@ -84,7 +96,7 @@ sleep 1
 
 # One transfer of $1 bytes; a failed one (error, short read, sha256 mismatch) ends the run.
 get() {
-    if ! r=$(ip netns exec "$P-client" python3 "$HERE/xfer.py" get --host $SERVER --port $PORT --size "$1"); then
+    if ! r=$(ip netns exec "$P-client" python3 "$HERE/xfer.py" get --host $SERVER --port $PORT --size "$1" ${RCVBUF:+--rcvbuf "$RCVBUF"}); then
         echo "$r" >>"$OUT/transfers.jsonl"
         echo "run.sh: the transfer of $1 bytes failed: $r" >&2
         exit 1
@@ -97,16 +109,17 @@ for _ in $(seq "$TTFB_RUNS"); do get 1000; sleep 0.5; done
 for _ in $(seq "$MB1_RUNS"); do get 1000000; sleep 0.5; done
 for _ in $(seq "$MB100_RUNS"); do get 100000000; done
 
-python3 - "$OUT" "${TERMINAL_CMD:-}" "${GATEWAY_CMD:-}" <<'EOF'
+python3 - "$OUT" "${TERMINAL_CMD:-}" "${GATEWAY_CMD:-}" "${RCVBUF:-}" <<'EOF'
 import json, statistics, sys
-out, term, gw = sys.argv[1:4]
+out, term, gw, rcvbuf = sys.argv[1:5]
 rows = [json.loads(l) for l in open(f"{out}/transfers.jsonl")]
 peers = sorted({l.split()[0] for l in open(f"{out}/peers.txt")})
 def by(size): return [r for r in rows if r["size"] == size]
 bad = [r for r in rows if not r["ok"]]
 def med(xs): return statistics.median(xs) if xs else None
 res = {
-    "mode": "no PEP" if not (term or gw) else f"terminal: {term or '-'}; gateway: {gw or '-'}",
+    "mode": ("no PEP" if not (term or gw) else f"terminal: {term or '-'}; gateway: {gw or '-'}")
+        + (f"; client receive buffer {rcvbuf} B" if rcvbuf else ""),
     "failed_transfers": len(bad),
     "server_saw": peers,
     "ttfb_1kB_s": [r["ttfb_s"] for r in by(1000)],
