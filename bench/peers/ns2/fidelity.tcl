@@ -12,6 +12,8 @@
 # nrexmit_, rtt_, srtt_, rttvar_, backoff_, dupacks_ of the sender, Agent trace format) and
 # PREFIX.link (queue/link events of both directions).
 # NS2_EVAL=TCL is evaluated after the Agent/TCP defaults above (diagnostics).
+# NS2_LOSS_AT=link puts the loss model behind the link (link-lossmodel: a lost packet takes its
+# serialisation time, as in satpep) instead of before the queue (lossmodel, the default).
 #
 # Every scenario is one sender node s and one receiver node d joined by a
 # duplex link; the receiver ACKs every segment (Agent/TCPSink, no delayed ACK).
