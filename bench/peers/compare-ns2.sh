@@ -5,6 +5,8 @@
 #   env: SATPEP=path/to/satpep (default target/release/satpep, built if missing)
 #        JOBS=2 (parallel runs), LOSS_SIMTIME=1000 (seconds of the random-loss cases)
 #        KEEP=DIR keeps every satpep output folder and ns-2 line under DIR
+#        SATPEP_SET="KEY=VALUE ..." extra --set for the ns2-profile satpep runs (diagnostics);
+#        NS2_EVAL, NS2_LOSS_AT reach ns-2 (see bench/peers/ns2/fidelity.tcl)
 #
 # For every case it runs ns-2 (bench/peers/ns2/fidelity.tcl) and satpep
 # (scenarios/validation/*.toml with --set defaults.tcp.profile=ns2, cc=reno and the matching
@@ -72,6 +74,7 @@ if [ "${1:-}" = "--one" ]; then
             [ "$c" = rate ] || set -- "$@" --set defaults.tcp.mss=1448
             # ns-2's Reno and Newreno agents pair with the plain TCPSink: no SACK.
             [ "$rec" = sack ] || set -- "$@" --set defaults.tcp.sack=false
+            for kv in ${SATPEP_SET:-}; do set -- "$@" --set "$kv"; done
         fi  # satpep-rfc: the scenario's own keys over the rfc profile (1460 - 12 B timestamps)
         [ -n "$per" ] && set -- "$@" --set "link.fwd.error.per=$per"
         [ -n "$drop" ] && set -- "$@" --set "link.fwd.error={model=\"list\",packets=[$((drop + 1))]}"

@@ -8,10 +8,12 @@
 #   SIMTIME_S simulated seconds (defaults: window 60, rate 60, loss 1000, single* 60)
 #   LOSS      loss: the packet error rate (default 0.01);
 #             single, single-fast: the data packet to drop (default 100)
-# Environment: NS2_TRACE=PREFIX writes PREFIX.tcp (cwnd_, ssthresh_, t_seqno_, ack_,
+# Environment: NS2_TRACE=PREFIX writes PREFIX.tcp (cwnd_, ssthresh_, t_seqno_, ack_, maxseq_, ncwndcuts1_,
 # nrexmit_, rtt_, srtt_, rttvar_, backoff_, dupacks_ of the sender, Agent trace format) and
 # PREFIX.link (queue/link events of both directions).
 # NS2_EVAL=TCL is evaluated after the Agent/TCP defaults above (diagnostics).
+# NS2_LOSS_AT=link puts the loss model behind the link (link-lossmodel: a lost packet takes its
+# serialisation time, as in satpep) instead of before the queue (lossmodel, the default).
 #
 # Every scenario is one sender node s and one receiver node d joined by a
 # duplex link; the receiver ACKs every segment (Agent/TCPSink, no delayed ACK).
@@ -83,14 +85,14 @@ if {$loss > 0} {
     $em ranvar $rv
     $em drop-target [new Agent/Null]
     # Forward (data) direction only.
-    $ns lossmodel $em $s $d
+    if {[info exists env(NS2_LOSS_AT)] && $env(NS2_LOSS_AT) eq "link"} { $ns link-lossmodel $em $s $d } else { $ns lossmodel $em $s $d }
 }
 
 if {[info exists drop]} {
     set em [new ErrorModel/List]
     $em droplist $drop
     $em drop-target [new Agent/Null]
-    $ns lossmodel $em $s $d
+    if {[info exists env(NS2_LOSS_AT)] && $env(NS2_LOSS_AT) eq "link"} { $ns link-lossmodel $em $s $d } else { $ns lossmodel $em $s $d }
 }
 
 set tcp [new Agent/TCP/$agent]
@@ -104,7 +106,7 @@ $ns at 0.0 "$ftp start"
 if {[info exists env(NS2_TRACE)]} {
     set tf [open $env(NS2_TRACE).tcp w]
     $tcp attach $tf
-    foreach v {cwnd_ ssthresh_ t_seqno_ ack_ nrexmit_ rtt_ srtt_ rttvar_ backoff_ dupacks_} { $tcp trace $v }
+    foreach v {cwnd_ ssthresh_ t_seqno_ ack_ nrexmit_ rtt_ srtt_ rttvar_ backoff_ dupacks_ maxseq_ ncwndcuts1_} { $tcp trace $v }
     set lf [open $env(NS2_TRACE).link w]
     $ns trace-queue $s $d $lf
     $ns trace-queue $d $s $lf
