@@ -18,7 +18,8 @@
 //! What the model leaves out (on purpose, for now): TIME-WAIT lasts zero time (the endpoint stays
 //! in `TimeWait` and still answers a retransmitted FIN), PRR (RFC 6937) only in SACK recovery
 //! and only with `prr` (otherwise RFC 6675 as written), RACK-TLP (RFC 8985) only with
-//! `rack`/`tlp` and SACK, no D-SACK (so RACK's reordering window never grows) or reneging, no ECN, no Nagle (applications write in large
+//! `rack`/`tlp` and SACK, F-RTO (RFC 5682) only with `frto` and without the Eifel/timestamp
+//! undo (Linux `tcp_may_undo`), no D-SACK (so RACK's reordering window never grows) or reneging, no ECN, no Nagle (applications write in large
 //! blocks), no urgent data, no RST generation for unknown connections (the host counts them).
 
 use std::collections::VecDeque;
