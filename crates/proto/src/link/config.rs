@@ -423,6 +423,18 @@ mod tests {
         QueueConfig::deserialize(MapDeserializer::<_, DeError>::new(pairs))
     }
 
+    /// run.json records `encap_overhead` only when set, so runs without it stay as they were.
+    #[test]
+    fn encap_overhead_is_serialised_only_when_set() {
+        let json = |c: &LinkConfig| serde_json::to_string(c).unwrap();
+        assert!(!json(&LinkConfig::default()).contains("encap_overhead"));
+        let framed = LinkConfig {
+            encap_overhead: 38,
+            ..LinkConfig::default()
+        };
+        assert!(json(&framed).contains("\"encap_overhead\":38"));
+    }
+
     #[test]
     fn link_defaults_are_valid() {
         assert_eq!(LinkConfig::default().validate(), Ok(()));

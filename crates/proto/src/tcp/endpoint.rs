@@ -978,11 +978,11 @@ impl TcpEndpoint {
         self.recover_by_rto && self.snd_una < self.last_recover
     }
 
-    /// Bytes of `rtx_end..high` the peer has acknowledged or SACKed: the original
-    /// transmissions F-RTO watches for.
+    /// Bytes of `rtx_end..high` the peer has acknowledged or SACKed, plus `rtx_end` (only
+    /// its growth matters): the original transmissions F-RTO watches for.
     fn frto_known(&self, f: &Frto) -> u64 {
         let acked_to = self.snd_una.clamp(f.rtx_end, f.high);
-        acked_to - f.rtx_end + self.scoreboard.covered(acked_to, f.high)
+        acked_to + self.scoreboard.covered(acked_to, f.high)
     }
 
     /// F-RTO on an ACK after the timeout, in Linux 6.1 `tcp_process_loss`'s order: (S)ACKed
@@ -990,7 +990,7 @@ impl TcpEndpoint {
     /// out, a duplicate ACK or new SACK information means the loss was real (step 3a); an ACK
     /// that advances SND.UNA short of `high` sends new data if any may go (step 2b), else
     /// conventional recovery goes on.
-    fn frto_on_ack(&mut self, una_before: u64, new_sack: bool, known_before: u64) {
+    fn frto_on_ack(&mut self, una_before: u64, new_sack: bool, dup: bool, known_before: u64) {
         let Some(mut f) = self.frto else {
             return;
         };
@@ -1011,16 +1011,15 @@ impl TcpEndpoint {
             self.frto = None;
             return;
         }
-        let advanced = self.snd_una > una_before;
         if self.snd_max > f.high {
-            if new_sack || !advanced {
+            if new_sack || dup {
                 // Step 3a: the loss was real; the go-back-N resumes.
                 self.snd_nxt = self.snd_una;
                 self.frto = None;
             }
             return;
         }
-        if advanced && self.snd_una < f.high {
+        if self.snd_una > una_before && self.snd_una < f.high {
             let can_send_new =
                 self.data_end() > self.snd_max && self.snd_una + self.snd_wnd > self.snd_max;
             if can_send_new {
@@ -1340,7 +1339,7 @@ impl TcpEndpoint {
         }
         let wnd = (self.win.cwnd + self.limited_transmit_allowance()).min(self.snd_wnd);
         let mut usable = (self.snd_una + wnd).saturating_sub(self.snd_nxt);
-        if let Some(f) = self.frto.filter(|f| f.new_budget > 0) {
+        if let Some(f) = self.frto {
             // F-RTO step 2b: up to two new segments whatever is still out.
             let room = (self.snd_una + self.snd_wnd).saturating_sub(self.snd_nxt);
             usable = usable.max(f.new_budget.min(room));
@@ -1654,6 +1653,7 @@ impl TcpEndpoint {
         let boundary_before = self.loss_boundary();
         let frto_known_before = self.frto.map(|f| self.frto_known(&f));
         let mut new_sack = false;
+        let mut dup = false;
         let mut sack_sent = None;
         if self.sack_ok {
             let mut blocks = [(0, 0); 4];
@@ -1710,11 +1710,12 @@ impl TcpEndpoint {
                 && self.snd_max > self.snd_una
                 && (wnd == old_wnd || new_sack)
             {
+                dup = true;
                 self.on_dup_ack(now, new_sack);
             }
         }
         if let Some(known_before) = frto_known_before {
-            self.frto_on_ack(una_before, new_sack, known_before);
+            self.frto_on_ack(una_before, new_sack, dup, known_before);
         }
         if self.tlp.end_seq.is_some() {
             // Linux `tcp_process_tlp_ack`'s "pure dupack": no data, no window change, nothing
@@ -2034,8 +2035,10 @@ impl TcpEndpoint {
         self.frto =
             (self.config.frto && self.recovery.is_none() && !self.in_rto_recovery()).then(|| {
                 let mut rtx_end = (self.snd_una + self.smss).min(self.snd_max);
+                // The head stops before SACKed data (`send_range`); SACK blocks lie above
+                // SND.UNA.
                 if let Some((s, _)) = self.scoreboard.next_from(self.snd_una) {
-                    rtx_end = rtx_end.min(s.max(self.snd_una + 1));
+                    rtx_end = rtx_end.min(s);
                 }
                 Frto {
                     high: self.snd_max,
