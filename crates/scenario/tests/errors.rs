@@ -872,3 +872,34 @@ fn multicast_and_groups_are_checked_where_they_are_written() {
     );
     check(&e, 6, "node.r.groups", "joined by hosts");
 }
+
+/// Link framing (`encap_overhead`): a value out of range or of the wrong type names the file,
+/// the line and the key, in a link or in `[defaults.link]`; a valid one reaches the config.
+#[test]
+fn encap_overhead_errors_name_the_line_and_key() {
+    let e = err(&with_link_keys("encap_overhead = 70000\n"), &[]);
+    check(&e, 12, "link.ab.encap_overhead", "at most 65535");
+    let e = err(&with_link_keys("encap_overhead = -1\n"), &[]);
+    check(&e, 12, "link.ab.encap_overhead", "-1");
+    let e = err(
+        &format!("[defaults.link]\nencap_overhead = \"38B\"\n{MINI}"),
+        &[],
+    );
+    check(&e, 2, "defaults.link.encap_overhead", "expected u32");
+    let l = load_str(
+        &format!(
+            "[defaults.link]\nencap_overhead = 8\n{}",
+            with_link_keys("encap_overhead = 38\n")
+        ),
+        "geo.toml",
+        &[],
+    )
+    .unwrap();
+    let framing: Vec<u32> = l
+        .scenario
+        .links
+        .iter()
+        .map(|k| k.config.encap_overhead)
+        .collect();
+    assert_eq!(framing, [38, 8]);
+}

@@ -140,3 +140,31 @@ fn a_delay_step_moves_the_measured_rtt_at_its_time() {
     assert!((20.0..20.1).contains(&before), "{before} ms");
     assert!((210.0..210.1).contains(&after), "{after} ms");
 }
+
+/// Link framing (`encap_overhead`) on a rate-limited flow: 1 Mb/s forward link, 1000-byte
+/// packets (MSS 960, no timestamps), window 100 KB (below the 1000-packet queue, so no loss).
+/// Each packet takes 1038 × 8 / 10⁶ = 8.304 ms with Ethernet's 38 bytes (8 ms without), so the
+/// goodput over 2 s is 2 / 0.008304 × 960 = 231 214 bytes (240 000 without), within a packet.
+#[test]
+fn framing_bytes_give_the_analytic_goodput() {
+    for (framing, expect) in [(38u32, 2.0 / 0.008_304 * 960.0), (0, 240_000.0)] {
+        let text = format!(
+            "duration = \"6s\"\n\
+             [[node]]\nname = \"a\"\n[[node]]\nname = \"b\"\n\
+             [defaults.link]\nencap_overhead = {framing}\n\
+             [[link]]\nname = \"fwd\"\nfrom = \"a\"\nto = \"b\"\nrate = \"1Mbps\"\n\
+             delay = \"10ms\"\nqueue = {{ limit_packets = 1000 }}\n\
+             [[link]]\nname = \"ret\"\nfrom = \"b\"\nto = \"a\"\nrate = \"100Mbps\"\n\
+             delay = \"10ms\"\n\
+             [[flow]]\nfrom = \"a\"\nto = \"b\"\n\
+             tcp = {{ mss = 960, timestamps = false, recv_buffer = \"100KB\" }}\n"
+        );
+        let loaded = satpep_scenario::load_str(&text, "framing.toml", &[]).unwrap();
+        let mut sim = Simulation::new(&loaded.scenario);
+        let bytes = delivered(&mut sim, 2.0, 4.0) as f64;
+        assert!(
+            (bytes - expect).abs() <= 960.0,
+            "framing {framing}: {bytes} bytes, expected {expect}"
+        );
+    }
+}

@@ -87,7 +87,7 @@ pub struct DamaLink {
     payload: u64,
     slot_dur: Duration,
     delay: Duration,
-    overhead: u64,
+    overhead: u32,
     queue_limit: u64,
     l: usize,
     loss: f64,
@@ -125,7 +125,7 @@ impl DamaLink {
             payload: u64::from(payload.max(1)),
             slot_dur: frame.slot_duration(),
             delay: config.delay,
-            overhead: u64::from(config.encap_overhead),
+            overhead: config.encap_overhead,
             queue_limit: config.queue_limit.0,
             l: config.response_superframes.max(1) as usize,
             loss: config.request_loss,
@@ -332,7 +332,7 @@ impl Node for DamaLink {
             return;
         }
         self.link_stats[st].arrivals += 1;
-        let size = pkt.wire_len() + self.overhead;
+        let size = crate::link::frame_len(pkt.wire_len(), self.overhead);
         if self.queues[st].bytes + size > self.queue_limit {
             self.link_stats[st].queue_drops += 1;
             return;

@@ -49,6 +49,30 @@ pub struct LinkConfig {
     /// corrupted frame is lost).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arq: Option<super::arq::ArqConfig>,
+    /// Bytes of link-layer framing sent with every packet (header, trailer, preamble, gap; the
+    /// same key as a `[[dama]]` carrier's): they take serialisation time and are exposed to
+    /// bit errors, but are not delivered or counted as delivered. See [`frame_len`]. Default: 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub encap_overhead: u32,
+}
+
+/// Bytes a packet of `wire_len` IP bytes occupies on a link (or a DAMA carrier) that adds
+/// `encap_overhead` bytes of framing to each: a constant per packet, as Ethernet (38: 14 header,
+/// 4 FCS, 8 preamble and start delimiter, 12 inter-frame gap) or PPP in HDLC-like framing
+/// (RFC 1662: 8 with flag, address, control, 2-byte protocol and 2-byte FCS) add. Not modelled:
+/// ATM's AAL5 padding to whole 48-byte cells of 53 bytes, Ethernet's padding of frames below
+/// 64 bytes, HDLC byte stuffing (which depends on the data).
+pub fn frame_len(wire_len: u64, encap_overhead: u32) -> u64 {
+    wire_len + u64::from(encap_overhead)
+}
+
+/// Largest `encap_overhead` accepted: more than any link layer adds (a 64 KiB frame header is
+/// a typing mistake).
+pub const MAX_ENCAP_OVERHEAD: u32 = 65_535;
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Header compression on a link.
@@ -77,6 +101,7 @@ impl Default for LinkConfig {
             loss_trace: None,
             outages: Vec::new(),
             arq: None,
+            encap_overhead: 0,
         }
     }
 }
@@ -225,6 +250,13 @@ impl LinkConfig {
     pub fn validate(&self) -> Result<(), String> {
         if self.rate.bps() == 0 {
             return Err("rate: must be greater than 0 (e.g. \"10Mbps\")".to_owned());
+        }
+        if self.encap_overhead > MAX_ENCAP_OVERHEAD {
+            return Err(format!(
+                "encap_overhead: bytes of framing per packet, at most {MAX_ENCAP_OVERHEAD} \
+                 (Ethernet adds 38, PPP 8), got {}",
+                self.encap_overhead
+            ));
         }
         if let Some(c) = &self.channel_release {
             c.validate().map_err(|e| format!("channel_release.{e}"))?;
@@ -389,6 +421,18 @@ mod tests {
     fn queue_from(pairs: &[(&'static str, &'static str)]) -> Result<QueueConfig, DeError> {
         let pairs = pairs.iter().map(|&(k, v)| (k, Val(v)));
         QueueConfig::deserialize(MapDeserializer::<_, DeError>::new(pairs))
+    }
+
+    /// run.json records `encap_overhead` only when set, so runs without it stay as they were.
+    #[test]
+    fn encap_overhead_is_serialised_only_when_set() {
+        let json = |c: &LinkConfig| serde_json::to_string(c).unwrap();
+        assert!(!json(&LinkConfig::default()).contains("encap_overhead"));
+        let framed = LinkConfig {
+            encap_overhead: 38,
+            ..LinkConfig::default()
+        };
+        assert!(json(&framed).contains("\"encap_overhead\":38"));
     }
 
     #[test]

@@ -9,8 +9,9 @@
 //!                   │ refused: queue_drops                    │ corrupted: error_drops
 //! ```
 //!
-//! What the model leaves out: no per-bit timing inside a packet, no link-layer framing or FEC
-//! (put their overhead in the rate); retransmission at the link layer is optional ([`arq`]). The rate, delay and
+//! What the model leaves out: no per-bit timing inside a packet; link-layer framing is a
+//! constant number of bytes per packet (`encap_overhead`, see [`frame_len`]), FEC is not
+//! modelled (put its overhead in the rate); retransmission at the link layer is optional ([`arq`]). The rate, delay and
 //! loss may follow schedules read from files, and outages may stop the link ([`schedule`]); a
 //! delay that falls never lets a packet overtake the one ahead (the delay line stays FIFO, as
 //! Mahimahi's `mm-delay` is), and there is no jitter beyond what a delay schedule gives.
@@ -27,7 +28,10 @@ mod stats;
 
 pub use arq::ArqConfig;
 pub use channel::ChannelReleaseConfig;
-pub use config::{Compression, ErrorModelConfig, LinkConfig, QueueConfig, QueueKind};
+pub use config::{
+    frame_len, Compression, ErrorModelConfig, LinkConfig, QueueConfig, QueueKind,
+    MAX_ENCAP_OVERHEAD,
+};
 pub use drop_tail::DropTail;
 pub use error_model::{ber_loss_probability, ErrorModel};
 pub use p2p::Link;

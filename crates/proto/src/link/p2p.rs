@@ -20,7 +20,7 @@
 
 use std::collections::VecDeque;
 
-use super::config::{Compression, LinkConfig};
+use super::config::{frame_len, Compression, LinkConfig};
 use super::error_model::ErrorModel;
 use super::queue::{AnyQueue, QueueDisc, QueuedPacket};
 use super::schedule::Schedules;
@@ -69,6 +69,8 @@ pub struct Link {
     held_until: Option<Instant>,
     /// Link-layer retransmission, when configured (see [`super::arq`]).
     arq: Option<Box<Arq>>,
+    /// Framing bytes added to every packet on the line (see [`super::frame_len`]).
+    encap_overhead: u32,
 }
 
 /// Link-layer ARQ state: frames whose NAK is under way, and the frame numbering that keeps
@@ -142,6 +144,7 @@ impl Link {
         Self {
             rate: config.rate,
             delay: config.delay,
+            encap_overhead: config.encap_overhead,
             queue: AnyQueue::from_config(&config.queue),
             errors: ErrorModel::new(&config.error, rng),
             schedules,
@@ -194,7 +197,7 @@ impl Link {
         let traced = self.schedules.as_ref().is_some_and(|s| s.has_rate_trace());
         match &mut self.serialising {
             Some(s) if s.start == now && rate.bps() > 0 && !traced => {
-                let len = s.entry.pkt.wire_len();
+                let len = frame_len(s.entry.pkt.wire_len(), self.encap_overhead);
                 s.finish = match &mut self.schedules {
                     Some(sch) => sch.finish(now, len, rate),
                     None => now + rate.tx_time(len),
@@ -339,7 +342,9 @@ impl Link {
             let wire_len = done.entry.pkt.wire_len();
             // A retransmission is not an arrival: the `List` model never names index 0.
             let arrival = if tries > 0 { 0 } else { done.entry.arrival };
-            let corrupted = self.errors.is_corrupted(arrival, wire_len);
+            // Framing bits are sent, so a bit error there corrupts the frame as well.
+            let on_line = frame_len(wire_len, self.encap_overhead);
+            let corrupted = self.errors.is_corrupted(arrival, on_line);
             let lost = corrupted || self.schedules.as_mut().is_some_and(|s| s.is_lost(t));
             let entry = match (&mut self.arq, lost) {
                 (Some(arq), true) if tries < arq.max_retries => {
@@ -456,7 +461,7 @@ impl Link {
             if arq.pending.front().is_some_and(|p| p.ready_at <= t) {
                 if let Some(p) = arq.pending.pop_front() {
                     self.stats.arq_retransmissions += 1;
-                    let len = p.entry.pkt.wire_len();
+                    let len = frame_len(p.entry.pkt.wire_len(), self.encap_overhead);
                     let finish = match &mut self.schedules {
                         Some(s) => s.finish(t, len, self.rate),
                         None => t + self.rate.tx_time(len),
@@ -477,7 +482,7 @@ impl Link {
             if let Some(vj) = &mut self.vj {
                 vj.compressor.compress_packet(&mut entry.pkt);
             }
-            let len = entry.pkt.wire_len();
+            let len = frame_len(entry.pkt.wire_len(), self.encap_overhead);
             let finish = match &mut self.schedules {
                 Some(s) => s.finish(t, len, self.rate),
                 None => t + self.rate.tx_time(len),

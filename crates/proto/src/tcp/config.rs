@@ -300,6 +300,13 @@ tcp_config! {
     /// timeout. Default: false; `linux`: true (`tcp_early_retrans = 3`,
     /// `tcp_schedule_loss_probe`).
     tlp: bool,
+    /// F-RTO (RFC 5682 §3, the SACK-enhanced variant, as Linux's `tcp_frto = 2`): after a
+    /// timeout outside any recovery only the first unacknowledged segment is resent; an ACK
+    /// that advances SND.UNA without covering what was outstanding lets up to two new segments
+    /// go instead of further retransmissions, and an ACK or SACK of data never retransmitted
+    /// declares the timeout spurious and restores cwnd and ssthresh (Linux
+    /// `tcp_try_undo_loss`). Default: false (RFC 5682 is Experimental); `linux`: true.
+    frto: bool,
 }
 
 impl TcpConfig {
@@ -342,6 +349,7 @@ impl TcpConfig {
             prr: false,
             rack: false,
             tlp: false,
+            frto: false,
         };
         match p {
             Profile::Rfc => rfc,
@@ -363,6 +371,7 @@ impl TcpConfig {
                 prr: true,
                 rack: true,
                 tlp: true,
+                frto: true,
                 ..rfc
             },
             Profile::Ns2 => Self {

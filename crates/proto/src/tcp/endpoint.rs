@@ -18,7 +18,8 @@
 //! What the model leaves out (on purpose, for now): TIME-WAIT lasts zero time (the endpoint stays
 //! in `TimeWait` and still answers a retransmitted FIN), PRR (RFC 6937) only in SACK recovery
 //! and only with `prr` (otherwise RFC 6675 as written), RACK-TLP (RFC 8985) only with
-//! `rack`/`tlp` and SACK, no D-SACK (so RACK's reordering window never grows) or reneging, no ECN, no Nagle (applications write in large
+//! `rack`/`tlp` and SACK, F-RTO (RFC 5682) only with `frto` and without the Eifel/timestamp
+//! undo (Linux `tcp_may_undo`), no D-SACK (so RACK's reordering window never grows) or reneging, no ECN, no Nagle (applications write in large
 //! blocks), no urgent data, no RST generation for unknown connections (the host counts them).
 
 use std::collections::VecDeque;
@@ -123,6 +124,23 @@ struct Tlp {
     cwr_until: u64,
 }
 
+/// F-RTO after a timeout (RFC 5682 §3; Linux `tcp_process_loss` while `tp->frto`).
+#[derive(Clone, Copy, Debug)]
+struct Frto {
+    /// SND.MAX at the timeout (Linux `high_seq`); data sent beyond it is step 2b's new data.
+    high: u64,
+    /// End of the head retransmission: `rtx_end..high` is never retransmitted while F-RTO
+    /// runs, so an ACK or SACK of it means the original transmissions arrived.
+    rtx_end: u64,
+    /// New bytes step 2b still lets out beyond cwnd (Linux counts the rest as lost, not in
+    /// flight, so its cwnd of two segments sends two).
+    new_budget: u64,
+    /// cwnd, ssthresh and `last_recover` before the timeout, restored on a spurious one.
+    prior_cwnd: u64,
+    prior_ssthresh: u64,
+    prior_recover: u64,
+}
+
 /// Loss recovery in progress (fast recovery of RFC 5681/6582 or SACK recovery of RFC 6675).
 #[derive(Clone, Copy, Debug)]
 struct FastRecovery {
@@ -200,6 +218,8 @@ pub struct TcpEndpoint {
     sent_log: VecDeque<SentSegment>,
     rack: Rack,
     tlp: Tlp,
+    /// F-RTO in progress after a timeout (`frto`).
+    frto: Option<Frto>,
     rtt: RttEstimator,
     /// Karn's rule without timestamps: (offset whose ACK ends the sample, send time).
     rtt_timing: Option<(u64, Instant)>,
@@ -288,6 +308,7 @@ impl TcpEndpoint {
             sent_log: VecDeque::new(),
             rack: Rack::default(),
             tlp: Tlp::default(),
+            frto: None,
             win: Window {
                 cwnd: mss,
                 ssthresh,
@@ -957,6 +978,63 @@ impl TcpEndpoint {
         self.recover_by_rto && self.snd_una < self.last_recover
     }
 
+    /// Bytes of `rtx_end..high` the peer has acknowledged or SACKed, plus `rtx_end` (only
+    /// its growth matters): the original transmissions F-RTO watches for.
+    fn frto_known(&self, f: &Frto) -> u64 {
+        let acked_to = self.snd_una.clamp(f.rtx_end, f.high);
+        acked_to + self.scoreboard.covered(acked_to, f.high)
+    }
+
+    /// F-RTO on an ACK after the timeout, in Linux 6.1 `tcp_process_loss`'s order: (S)ACKed
+    /// original data undoes the timeout (step 3b, `FLAG_ORIG_SACK_ACKED`); once new data is
+    /// out, a duplicate ACK or new SACK information means the loss was real (step 3a); an ACK
+    /// that advances SND.UNA short of `high` sends new data if any may go (step 2b), else
+    /// conventional recovery goes on.
+    fn frto_on_ack(&mut self, una_before: u64, new_sack: bool, dup: bool, known_before: u64) {
+        let Some(mut f) = self.frto else {
+            return;
+        };
+        if self.frto_known(&f) > known_before {
+            // Spurious (Linux `tcp_try_undo_loss(sk, true)` → `tcp_undo_cwnd_reduction`):
+            // cwnd and ssthresh back, no go-back-N.
+            self.win.cwnd = self.win.cwnd.max(f.prior_cwnd);
+            self.win.ssthresh = self.win.ssthresh.max(f.prior_ssthresh);
+            self.last_recover = f.prior_recover;
+            self.recover_by_rto = false;
+            // `tcp_undo_cwnd_reduction(sk, true)` also forgets which segments were lost.
+            for seg in &mut self.sent_log {
+                seg.lost = false;
+            }
+            self.rack.deferred = false;
+            self.snd_nxt = self.snd_max;
+            self.stats.spurious_rtos += 1;
+            self.frto = None;
+            return;
+        }
+        if self.snd_max > f.high {
+            if new_sack || dup {
+                // Step 3a: the loss was real; the go-back-N resumes.
+                self.snd_nxt = self.snd_una;
+                self.frto = None;
+            }
+            return;
+        }
+        if self.snd_una > una_before && self.snd_una < f.high {
+            let can_send_new =
+                self.data_end() > self.snd_max && self.snd_una + self.snd_wnd > self.snd_max;
+            if can_send_new {
+                f.new_budget = 2 * self.smss;
+                self.snd_nxt = self.snd_max;
+                self.frto = Some(f);
+                return;
+            }
+            self.frto = None;
+        }
+        if self.snd_una >= f.high {
+            self.frto = None;
+        }
+    }
+
     /// RFC 8985 §6.2 steps 2–3 for the segments this ACK delivers (cumulatively below
     /// `ack_off` or inside the SACK `blocks`, before they enter the scoreboard): RACK.xmit_ts,
     /// end_seq and rtt from the most recently sent of them, RACK.min_RTT, and reordering.
@@ -1260,7 +1338,12 @@ impl TcpEndpoint {
             }
         }
         let wnd = (self.win.cwnd + self.limited_transmit_allowance()).min(self.snd_wnd);
-        let usable = (self.snd_una + wnd).saturating_sub(self.snd_nxt);
+        let mut usable = (self.snd_una + wnd).saturating_sub(self.snd_nxt);
+        if let Some(f) = self.frto {
+            // F-RTO step 2b: up to two new segments whatever is still out.
+            let room = (self.snd_una + self.snd_wnd).saturating_sub(self.snd_nxt);
+            usable = usable.max(f.new_budget.min(room));
+        }
         let want = self.smss.min(data_end - self.snd_nxt);
         // Sender SWS avoidance (RFC 9293 §3.8.6.2.1): a full segment, all remaining data, or half
         // the largest window the peer has offered.
@@ -1278,6 +1361,9 @@ impl TcpEndpoint {
         let off = self.snd_nxt;
         let seg = self.send_range(now, off, len, off < self.snd_max);
         let end = off + u64::from(seg.payload_len);
+        if let Some(f) = self.frto.as_mut() {
+            f.new_budget = f.new_budget.saturating_sub(end - off);
+        }
         self.limited_sent += end
             .saturating_sub(self.snd_una + self.win.cwnd)
             .min(end - off);
@@ -1565,7 +1651,9 @@ impl TcpEndpoint {
         let recovery_before = self.recovery.is_some();
         let sacked_before = self.scoreboard.total();
         let boundary_before = self.loss_boundary();
+        let frto_known_before = self.frto.map(|f| self.frto_known(&f));
         let mut new_sack = false;
+        let mut dup = false;
         let mut sack_sent = None;
         if self.sack_ok {
             let mut blocks = [(0, 0); 4];
@@ -1622,8 +1710,12 @@ impl TcpEndpoint {
                 && self.snd_max > self.snd_una
                 && (wnd == old_wnd || new_sack)
             {
+                dup = true;
                 self.on_dup_ack(now, new_sack);
             }
+        }
+        if let Some(known_before) = frto_known_before {
+            self.frto_on_ack(una_before, new_sack, dup, known_before);
         }
         if self.tlp.end_seq.is_some() {
             // Linux `tcp_process_tlp_ack`'s "pure dupack": no data, no window change, nothing
@@ -1939,6 +2031,25 @@ impl TcpEndpoint {
             return;
         }
         self.stats.rto_expirations += 1;
+        // F-RTO step 1 (RFC 5682 §3.1): not when a recovery (fast or by timeout) runs.
+        self.frto =
+            (self.config.frto && self.recovery.is_none() && !self.in_rto_recovery()).then(|| {
+                let mut rtx_end = (self.snd_una + self.smss).min(self.snd_max);
+                // The head stops before SACKed data (`send_range`); SACK blocks lie above
+                // SND.UNA.
+                if let Some((s, _)) = self.scoreboard.next_from(self.snd_una) {
+                    rtx_end = rtx_end.min(s);
+                }
+                Frto {
+                    high: self.snd_max,
+                    rtx_end,
+                    new_budget: 0,
+                    prior_cwnd: self.win.cwnd,
+                    // Linux `tcp_current_ssthresh`: at least ¾ of cwnd.
+                    prior_ssthresh: self.win.ssthresh.max(self.win.cwnd / 2 + self.win.cwnd / 4),
+                    prior_recover: self.last_recover,
+                }
+            });
         // The window the controller reduces from (it sees it as both cwnd and FlightSize).
         let uninflated = match self.recovery {
             Some(_) => self.win.cwnd.min(self.win.ssthresh),

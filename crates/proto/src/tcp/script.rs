@@ -777,6 +777,7 @@ impl Runner {
             "rack_marked_lost" => s.rack_marked_lost,
             "tlp_probes" => s.tlp_probes,
             "tlp_recoveries" => s.tlp_recoveries,
+            "spurious_rtos" => s.spurious_rtos,
             _ => return None,
         })
     }

@@ -52,4 +52,6 @@ pub struct TcpStats {
     /// Losses repaired by a tail loss probe's retransmission, each with one window reduction
     /// (RFC 8985 §7.4; Linux's `TCPLossProbeRecovery`).
     pub tlp_recoveries: u64,
+    /// Timeouts F-RTO found spurious and undid (RFC 5682; `frto`; Linux's `TCPSpuriousRTOs`).
+    pub spurious_rtos: u64,
 }

@@ -763,3 +763,91 @@ proptest! {
         prop_assert_eq!((l.arq_pending(), l.in_flight()), (0, 0));
     }
 }
+
+fn with_framing(mut c: LinkConfig, encap_overhead: u32) -> LinkConfig {
+    c.encap_overhead = encap_overhead;
+    c
+}
+
+/// Ethernet framing (38 bytes) on 1000-byte packets at 1 Mb/s: each frame takes
+/// 1038 × 8 / 10⁶ = 8.304 ms, so a burst of three arrives 8.304 ms apart; the busy time counts
+/// the framing, the delivered bytes do not.
+#[test]
+fn framing_bytes_add_to_the_serialisation_time() {
+    let mut l = link(&with_framing(config(MBPS, 250, Some(100), None), 38));
+    let out = drive(&mut l, burst(3, 1000), &[0], true);
+    let us = |x: u64| Instant(x * 1_000);
+    assert_eq!(out, [(us(258_304), 1), (us(266_608), 2), (us(274_912), 3)]);
+    let s = l.stats();
+    assert_eq!((s.delivered_bytes, s.busy_ns), (3000, 3 * 8_304 * 1_000));
+}
+
+/// A packet re-timed by `set_rate` at its start instant, and a link-layer retransmission,
+/// also carry the framing: 1038 bytes at 2 Mb/s is 4.152 ms.
+#[test]
+fn framing_bytes_apply_after_set_rate_and_to_arq_retransmissions() {
+    let mut l = link(&with_framing(config(MBPS, 250, Some(100), None), 38));
+    l.handle_packet(ms(10), PortId(0), pkt(1, 1000));
+    l.set_rate(ms(10), Bitrate(2 * MBPS));
+    assert_eq!(l.poll_timeout(), Some(Instant(264_152_000)));
+
+    let list = ErrorModelConfig::List { packets: vec![1] };
+    let c = with_arq(
+        with_framing(with_error(config(MBPS, 250, Some(100), None), list), 38),
+        3,
+        true,
+    );
+    let mut l = link(&c);
+    let out = drive(&mut l, burst(1, 1000), &[0], true);
+    // Sent 0–8.304 ms, NAK back 500 ms later, resent 508.304–516.608 ms, delivered at 766.608.
+    assert_eq!(out, [(Instant(766_608_000), 1)]);
+    assert_eq!(l.stats().busy_ns, 2 * 8_304_000);
+}
+
+/// Bit errors hit the framing too: 100-byte packets with 900 bytes of framing are lost as
+/// 1000-byte frames, p = 1 − (1 − 10⁻⁵)^8000 ≈ 0.0769 (not 0.0080 for 100 bytes).
+#[test]
+fn ber_losses_count_the_framing_bits() {
+    let c = with_framing(
+        with_error(
+            config(1_000 * MBPS, 1, Some(100), None),
+            ErrorModelConfig::Ber { ber: 1e-5 },
+        ),
+        900,
+    );
+    let n = 100_000;
+    let (l, _) = run_spaced(
+        &with_framing(c.clone(), 0),
+        Rng::for_component(5, "link:ber"),
+        n,
+        100,
+    );
+    let unframed = l.stats().error_drops as f64;
+    let mut l = Link::new(&c, Rng::for_component(5, "link:ber"));
+    let gap = c.rate.tx_time(1000).as_nanos();
+    let arrivals = (0..n)
+        .map(|i| (Instant(i * gap), pkt(i + 1, 100)))
+        .collect();
+    drive(&mut l, arrivals, &[0], true);
+    let framed = l.stats().error_drops as f64;
+    let p = 1.0 - (1.0f64 - 1e-5).powi(8000);
+    let (mean, sd) = (n as f64 * p, (n as f64 * p * (1.0 - p)).sqrt());
+    assert!(
+        (framed - mean).abs() < 5.0 * sd,
+        "{framed} vs {mean} ± {sd}"
+    );
+    let p = 1.0 - (1.0f64 - 1e-5).powi(800);
+    let (mean, sd) = (n as f64 * p, (n as f64 * p * (1.0 - p)).sqrt());
+    assert!(
+        (unframed - mean).abs() < 5.0 * sd,
+        "{unframed} vs {mean} ± {sd}"
+    );
+}
+
+#[test]
+fn encap_overhead_is_bounded_and_named_in_errors() {
+    let c = with_framing(LinkConfig::default(), crate::link::MAX_ENCAP_OVERHEAD);
+    assert_eq!(c.validate(), Ok(()));
+    let c = with_framing(c, crate::link::MAX_ENCAP_OVERHEAD + 1);
+    assert!(c.validate().unwrap_err().starts_with("encap_overhead:"));
+}
