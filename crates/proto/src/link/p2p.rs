@@ -312,7 +312,7 @@ impl Link {
     #[inline]
     fn advance(&mut self, now: Instant) {
         let plain = self.channel.is_none() && self.held_until.is_none() && self.arq.is_none();
-        if plain && !self.serialising.as_ref().is_some_and(|s| s.finish <= now) {
+        if plain && self.serialising.as_ref().is_none_or(|s| s.finish > now) {
             return;
         }
         self.advance_slow(now);
