@@ -308,8 +308,23 @@ impl Link {
 
     /// Apply every serialisation completion at or before `now`, in order, each at its own
     /// scheduled instant.
+    ///
+    /// Called on every input and every `poll_transmit` (about three times per packet), and
+    /// mostly with nothing to do: that case is decided here, inlined, without the call into
+    /// [`Link::advance_slow`] and its register spills.
     #[inline]
     fn advance(&mut self, now: Instant) {
+        let plain = self.channel.is_none() && self.held_until.is_none() && self.arq.is_none();
+        if plain && self.serialising.as_ref().is_none_or(|s| s.finish > now) {
+            return;
+        }
+        self.advance_slow(now);
+    }
+
+    /// [`Link::advance`] when a completion, a channel setup, an outage end or an ARQ
+    /// retransmission may be due.
+    #[inline(never)]
+    fn advance_slow(&mut self, now: Instant) {
         // A channel setup that has completed lets the head of the queue go at that instant.
         if let Some(u) = self.channel.as_ref().and_then(|c| c.ready_at()) {
             if u <= now && self.serialising.is_none() {
@@ -572,10 +587,12 @@ impl Node for Link {
         let due = self.delay_line.front().filter(|f| f.ready).map(|f| f.due);
         let setup = self.channel.as_ref().and_then(|c| c.ready_at());
         let retransmission = self.arq_ready_at().filter(|_| self.serialising.is_none());
-        [finish, due, setup, self.held_until, retransmission]
-            .into_iter()
-            .flatten()
-            .min()
+        // Pairwise rather than `[..].into_iter().flatten().min()`: this runs after every
+        // event at the link, and the iterator did not fold away.
+        earliest(
+            earliest(earliest(finish, due), earliest(setup, self.held_until)),
+            retransmission,
+        )
     }
 
     #[inline]
@@ -585,6 +602,15 @@ impl Node for Link {
 
     fn drop_counts(&self) -> [u64; crate::DropReason::ALL.len()] {
         self.drops.counts()
+    }
+}
+
+/// The earlier of two optional instants (`None` is "never").
+#[inline]
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
     }
 }
 

@@ -459,7 +459,13 @@ impl Node for Host {
         let tcp = self.timers.first().map(|&(d, _)| d);
         let udp = self.udp_timers.first().map(|&(u, _)| u);
         let groups = self.groups.as_ref().and_then(|g| g.poll_timeout());
-        [tcp, udp, groups].into_iter().flatten().min()
+        // Pairwise: `[..].into_iter().flatten().min()` did not fold away, and this runs after
+        // every event at the host.
+        let earliest = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        };
+        earliest(earliest(tcp, udp), groups)
     }
 
     fn poll_drop(&mut self) -> Option<crate::Dropped> {
