@@ -309,6 +309,67 @@ mod tests {
         assert_eq!(q(Duration::from_secs(60)), 255);
     }
 
+    /// An IGMP message `m` (checksum filled in here) behind a 24-byte IP header to `dst`.
+    fn wrapped(mut m: Vec<u8>, dst: Ipv4Addr) -> Packet {
+        let check = checksum::finish(checksum::sum(0, &m));
+        m[2..4].copy_from_slice(&check.to_be_bytes());
+        let mut h = vec![0x46, 0xc0, 0, 0, 0, 1, 0x40, 0, 1, 2, 0, 0];
+        h.extend_from_slice(&HOST.octets());
+        h.extend_from_slice(&dst.octets());
+        h.extend_from_slice(&ROUTER_ALERT);
+        let total = (h.len() + m.len()) as u16;
+        h[2..4].copy_from_slice(&total.to_be_bytes());
+        let c = checksum::finish(checksum::sum(0, &h));
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        Packet::try_with_payload(&h, &m).expect("fits")
+    }
+
+    /// RFC 3376 §4.1.1: a version 3 query's Max Resp Code of 128 and above is floating point,
+    /// (mant | 0x10) << (exp + 3) tenths; below 128, and in any 8-byte (version 2) query, it
+    /// is tenths as is.
+    #[test]
+    fn v3_query_max_response_codes_are_floating_point_above_128() {
+        let mrt = |code: u8, v3: bool| {
+            let mut m = vec![0x11, code, 0, 0, 0, 0, 0, 0];
+            if v3 {
+                m.extend_from_slice(&[0, 125, 0, 0]);
+            }
+            match parse_igmp(&wrapped(m, ALL_SYSTEMS))
+                .expect("parses")
+                .messages[..]
+            {
+                [IgmpMessage::Query { max_response, .. }] => max_response,
+                ref other => panic!("{other:?}"),
+            }
+        };
+        // 0x80: mant 0, exp 0: 16 << 3 = 128 tenths.
+        assert_eq!(mrt(0x80, true), Duration::from_millis(12_800));
+        // 0x9a: mant 10, exp 1: 26 << 4 = 416 tenths.
+        assert_eq!(mrt(0x9a, true), Duration::from_millis(41_600));
+        // 0xff: mant 15, exp 7: 31 << 10 = 31 744 tenths.
+        assert_eq!(mrt(0xff, true), Duration::from_millis(3_174_400));
+        assert_eq!(mrt(0x7f, true), Duration::from_millis(12_700));
+        assert_eq!(mrt(200, false), Duration::from_millis(20_000));
+    }
+
+    /// A record's length counts its sources and its auxiliary words (RFC 3376 §4.2.4): the
+    /// join after a source-specific record with two sources and one auxiliary word is read at
+    /// the right place, and a count that runs past the end is refused.
+    #[test]
+    fn v3_records_skip_sources_and_auxiliary_data() {
+        let mut m = vec![0x22, 0, 0, 0, 0, 0, 0, 2];
+        m.extend_from_slice(&[1, 1, 0, 2, 239, 7, 7, 7]);
+        m.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2, 0xaa, 0xbb, 0xcc, 0xdd]);
+        m.extend_from_slice(&[4, 0, 0, 0, 239, 1, 2, 3]);
+        let got = parse_igmp(&wrapped(m.clone(), ALL_IGMPV3_ROUTERS)).expect("parses");
+        assert_eq!(got.messages, vec![IgmpMessage::Report { group: GROUP }]);
+        m[9] = 2; // two auxiliary words: the second record is now short
+        assert_eq!(
+            parse_igmp(&wrapped(m, ALL_IGMPV3_ROUTERS)),
+            Err(WireError::Truncated)
+        );
+    }
+
     /// A version 3 report as Linux sends on join and leave (RFC 3376 §4.2): records of type 4
     /// (CHANGE_TO_EXCLUDE, no sources) join, type 3 (CHANGE_TO_INCLUDE, no sources) leave; a
     /// source-specific record is skipped.
