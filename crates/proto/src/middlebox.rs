@@ -490,6 +490,58 @@ mod tests {
         assert_eq!(q.next_sequence(), Some(777 << 32 | 1));
     }
 
+    /// Split-connection events reach the caller from a split relay alone or inside a chain,
+    /// and only once asked for (`record_split_events`).
+    #[test]
+    fn split_events_come_out_of_a_relay_in_a_chain_once_recorded() {
+        use crate::pep::SplitEvent;
+        use crate::wire::{emit_ipv4_tcp, Ipv4Repr, TcpFlags, TcpRepr, IPPROTO_TCP};
+        let (a, b) = (Ipv4Addr::new(10, 0, 1, 2), Ipv4Addr::new(10, 0, 2, 2));
+        let syn = || {
+            let ip = Ipv4Repr {
+                src: a,
+                dst: b,
+                protocol: IPPROTO_TCP,
+                ttl: 64,
+                ident: 0,
+                dscp_ecn: 0,
+                payload_len: 0,
+            };
+            let seg = TcpRepr {
+                src_port: 40000,
+                dst_port: 80,
+                seq: crate::wire::SeqNumber(1000),
+                flags: TcpFlags::SYN,
+                window: 65535,
+                mss: Some(1460),
+                ..TcpRepr::default()
+            };
+            Packet::build(0, |buf| emit_ipv4_tcp(&ip, &seg, buf))
+        };
+        for toml in [
+            "kind = \"split_tcp\"",
+            "kind = \"chain\"\nelements = [{ kind = \"pass_through\" }, { kind = \"split_tcp\" }]",
+        ] {
+            let mut quiet = build(toml);
+            quiet.handle_packet(Instant::ZERO, PortId(0), syn());
+            assert_eq!(quiet.poll_split_event(), None, "{toml}: not recording");
+            let mut m = build(toml);
+            m.record_split_events();
+            m.handle_packet(Instant::ZERO, PortId(0), syn());
+            assert_eq!(
+                m.poll_split_event(),
+                Some(SplitEvent::Split {
+                    at: Instant::ZERO,
+                    opener: (a, 40000),
+                    listener: (b, 80)
+                }),
+                "{toml}"
+            );
+            assert_eq!(m.poll_split_event(), None);
+        }
+        assert_eq!(build("kind = \"snoop\"").poll_split_event(), None);
+    }
+
     /// A chain reports each element's counters under `<index>.<kind>.`, with their values.
     #[test]
     fn chain_counters_are_prefixed_by_element() {
