@@ -246,7 +246,7 @@ impl Middlebox {
     /// relay of this middlebox.
     pub fn record_split_events(&mut self) {
         match self {
-            Self::SplitTcp(r) => r.record_events(),
+            Self::SplitTcp(r) => r.record_events(crate::pep::SPLIT_EVENT_CAP),
             Self::Chain(c) => c
                 .elements_mut()
                 .iter_mut()

@@ -303,8 +303,9 @@ pub struct SplitRelay {
     next_id: u64,
     stats: SplitStats,
     iss: u32,
-    /// Connection events not yet polled; `None` when nobody asked for them.
+    /// Connection events not yet polled, at most `event_cap`; `None` when nobody asked.
     events: Option<std::collections::VecDeque<SplitEvent>>,
+    event_cap: usize,
     events_dropped: u64,
 }
 
@@ -333,6 +334,7 @@ impl SplitRelay {
             stats: SplitStats::default(),
             iss: 0x5eed_0000,
             events: None,
+            event_cap: 0,
             events_dropped: 0,
         }
     }
@@ -462,9 +464,11 @@ impl SplitRelay {
         Some(id)
     }
 
-    /// Keep connection events from now on (a daemon's log); the simulator does not call it.
-    pub fn record_events(&mut self) {
+    /// Keep connection events from now on, at most `cap` unread (a daemon's log, with
+    /// [`SPLIT_EVENT_CAP`]); the simulator does not call it.
+    pub fn record_events(&mut self, cap: usize) {
         self.events.get_or_insert_with(Default::default);
+        self.event_cap = cap;
     }
 
     /// The oldest connection event not yet read.
@@ -472,14 +476,14 @@ impl SplitRelay {
         self.events.as_mut()?.pop_front()
     }
 
-    /// Events lost because more than [`SPLIT_EVENT_CAP`] waited unread.
+    /// Events lost because the cap's worth waited unread.
     pub fn events_dropped(&self) -> u64 {
         self.events_dropped
     }
 
     fn record(&mut self, e: SplitEvent) {
         if let Some(q) = self.events.as_mut() {
-            if q.len() < SPLIT_EVENT_CAP {
+            if q.len() < self.event_cap {
                 q.push_back(e);
             } else {
                 self.events_dropped += 1;

@@ -93,7 +93,7 @@ fn split_relay_carries_real_bytes_exactly_under_satellite_loss() {
 fn connection_events_say_when_a_flow_was_split_and_how_it_ended() {
     let total = 300_000;
     let mut m = relay(200_000);
-    m.record_events();
+    m.record_events(SPLIT_EVENT_CAP);
     let mut net = Net::new(m, tcp(1000), tcp(1000), geo(10_000_000, 2_000_000), total);
     net.b.close(Instant::ZERO);
     net.run_until(Instant::ZERO + Duration::from_secs(60));
@@ -129,7 +129,7 @@ fn connection_events_say_when_a_flow_was_split_and_how_it_ended() {
     assert_eq!(net.m.events_dropped(), 0);
 
     let mut m = relay(100_000);
-    m.record_events();
+    m.record_events(SPLIT_EVENT_CAP);
     let mut net = Net::new(m, tcp(1000), tcp(1000), geo(10_000_000, 2_000_000), 50_000);
     net.b = crate::tcp::TcpEndpoint::new(tcp(1000), (B, 80), (A, 40000), 9000);
     net.run_until(Instant::ZERO + Duration::from_secs(200));
@@ -160,6 +160,50 @@ fn connection_events_say_when_a_flow_was_split_and_how_it_ended() {
     net.run_until(Instant::ZERO + Duration::from_secs(10));
     assert_eq!(net.m.stats().flows_split, 1);
     assert_eq!(net.m.poll_event(), None, "not recording");
+}
+
+/// At most `cap` events wait unread; the rest are counted, not kept, and reading makes room.
+#[test]
+fn unread_connection_events_are_capped_and_the_excess_counted() {
+    let mut m = relay(100_000);
+    m.record_events(3);
+    let syn = |port: u16| {
+        let seg = TcpRepr {
+            src_port: port,
+            dst_port: 80,
+            seq: crate::wire::SeqNumber(1),
+            flags: TcpFlags::SYN,
+            window: 65535,
+            mss: Some(1000),
+            ..TcpRepr::default()
+        };
+        packet(A, B, &seg)
+    };
+    for port in 40000..40005 {
+        m.handle_packet(Instant::ZERO, PortId(MA as u16), syn(port));
+    }
+    assert_eq!(m.stats().flows_split, 5);
+    assert_eq!(m.events_dropped(), 2);
+    assert!(matches!(
+        m.poll_event(),
+        Some(SplitEvent::Split {
+            opener: (_, 40000),
+            ..
+        })
+    ));
+    m.handle_packet(Instant::ZERO, PortId(MA as u16), syn(40005));
+    let ports: Vec<u16> = std::iter::from_fn(|| m.poll_event())
+        .map(|e| match e {
+            SplitEvent::Split { opener, .. } => opener.1,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(ports, [40001, 40002, 40005]);
+    assert_eq!(m.events_dropped(), 2);
+    assert_eq!(SplitEnd::Closed.as_str(), "closed");
+    assert_eq!(SplitEnd::HandshakeFailed.as_str(), "handshake_failed");
+    assert_eq!(SplitEnd::Aborted.as_str(), "aborted");
+    assert_eq!(SplitEnd::Reaped.as_str(), "reaped");
 }
 
 /// A packet whose header bytes run into the payload (3 payload bytes in the header: an odd
