@@ -6,6 +6,8 @@
 #        JOBS=2 (parallel runs), AGENTS="Newreno Reno", RATES="9600 19200 ... 430000" (bit/s)
 #        SIMTIME=120, T_MEAS=20 (goodput over [T_MEAS, SIMTIME] s)
 #        KEEP=DIR keeps every satpep output folder and ns-2 line under DIR
+#        FORMAT=md prints only the markdown table of docs/validation.md §1b (bench/doc_blocks.py
+#        reruns it there and CI checks it: crates/cli/tests/validation_doc.rs)
 #
 # Path (bench/peers/ns2/slow_return.tcl = scenarios/validation/slow_return.toml): three bulk
 # flows s -> d over a 2 Mb/s, 250 ms forward link (drop-tail, ns-2 limit 50 = satpep 49
@@ -62,7 +64,9 @@ fi
 nseeds=${1:-20}
 rates=${RATES:-"9600 19200 28800 64000 128000 256000 430000"}
 agents=${AGENTS:-"Newreno Reno"}
+exec 3>&1
 [ -x "$satpep" ] || (cd "$root" && cargo build --release -p satpep)
+if [ "${FORMAT:-}" = md ]; then exec >/dev/null; fi  # the markdown table goes to the saved stdout
 out=${KEEP:-$(mktemp -d)}
 mkdir -p "$out"
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$out"' EXIT
@@ -85,3 +89,27 @@ END {
     ci = (nn>1 && a>0) ? 196*sqrt(var(k,"ns2")/nn + var(k,"satpep")/n[k,"satpep"])/a : 0
     printf "%-8s %-8s %3d %11.0f %11.0f %+8.2f %6.2f %7.2f %7.2f %7.2f %7.2f %9.1f %9.1f %8.1f %8.1f\n", rs[i], ags[j], nn, a, b, (a>0 ? 100*(b-a)/a : 0), ci, m(to,k,"ns2"), m(to,k,"satpep"), m(fr,k,"ns2"), m(fr,k,"satpep"), m(rd,k,"ns2"), m(rd,k,"satpep"), m(fd,k,"ns2"), m(fd,k,"satpep") }
 }' "$out/raw.txt"
+
+[ "${FORMAT:-}" = md ] || exit 0
+# Markdown for docs/validation.md: one row per return rate and agent (aggregate goodput of the
+# three flows in b/s, the difference with its 95 % interval, whether it is within the issue's
+# 5 %, mean timeouts, fast retransmits and ACKs dropped at the return queue per run).
+awk -v rates="$rates" -v agents="$agents" '
+$1=="R" { k=$2" "$3; n[k,$4]++; g[k,$4]+=$6; g2[k,$4]+=$6*$6; to[k,$4]+=$7; fr[k,$4]+=$8; rd[k,$4]+=$9 }
+function m(a,k,s) { return n[k,s] ? a[k,s]/n[k,s] : -1 }
+function var(k,s,  mu,v) { if (n[k,s]<2) return 0; mu=g[k,s]/n[k,s]; v=(g2[k,s]-n[k,s]*mu*mu)/(n[k,s]-1); return v>0?v:0 }
+function th(x,  s, r) { s=sprintf("%.0f", x); r=""; while (length(s)>3) { r=" " substr(s, length(s)-2) r; s=substr(s, 1, length(s)-3) } return s r }
+function num(x, d) { x=sprintf("%." d "f", x); sub(/^-/, "−", x); return x }
+function sgn(x, d) { return (x>=0 ? "+" : "") num(x, d) }
+function kbps(r) { return (r % 1000 ? sprintf("%.1f", r/1000) : sprintf("%d", r/1000)) " kb/s" }
+END {
+  print "| return link | agent | seeds | ns-2 b/s | satpep `ns2` b/s | diff % (±95 %) | within 5 % | RTO ns-2 / satpep | FR ns-2 / satpep | ACK drops ns-2 / satpep |"
+  print "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  na=split(agents, ags, " "); nr=split(rates, rs, " ")
+  for (i=1;i<=nr;i++) for (j=1;j<=na;j++) { k=rs[i]" "ags[j]; if (!n[k,"ns2"]) continue
+    a=m(g,k,"ns2"); b=m(g,k,"satpep"); nn=n[k,"ns2"]; d=(a>0 ? 100*(b-a)/a : 0)
+    ci = (nn>1 && a>0) ? 196*sqrt(var(k,"ns2")/nn + var(k,"satpep")/n[k,"satpep"])/a : 0
+    ok = (d >= -5 && d <= 5) ? "yes" : "**no**"
+    dd = sgn(d, 2) " (±" num(ci, 2) ")"; if (ok != "yes") dd = "**" dd "**"
+    printf "| %s | %s | %d | %s | %s | %s | %s | %s / %s | %s / %s | %s / %s |\n", (j==1 ? kbps(rs[i]) : ""), (ags[j]=="Newreno" ? "NewReno" : ags[j]), nn, th(a), th(b), dd, ok, num(m(to,k,"ns2"), 2), num(m(to,k,"satpep"), 2), num(m(fr,k,"ns2"), 2), num(m(fr,k,"satpep"), 2), num(m(rd,k,"ns2"), 1), num(m(rd,k,"satpep"), 1) }
+}' "$out/raw.txt" >&3

@@ -7,6 +7,8 @@
 #        KEEP=DIR keeps every satpep output folder and ns-2 line under DIR
 #        SATPEP_SET="KEY=VALUE ..." extra --set for the ns2-profile satpep runs (diagnostics);
 #        NS2_EVAL, NS2_LOSS_AT reach ns-2 (see bench/peers/ns2/fidelity.tcl)
+#        FORMAT=md prints only the markdown table of docs/validation.md §1b (bench/doc_blocks.py
+#        reruns it there and CI checks it: crates/cli/tests/validation_doc.rs)
 #
 # For every case it runs ns-2 (bench/peers/ns2/fidelity.tcl) and satpep
 # (scenarios/validation/*.toml with --set defaults.tcp.profile=ns2, cc=reno and the matching
@@ -90,10 +92,12 @@ if [ "${1:-}" = "--one" ]; then
 fi
 
 nseeds=${1:-20}
+exec 3>&1
 [ -x "$satpep" ] || (cd "$root" && cargo build --release -p satpep)
 out=${KEEP:-$(mktemp -d)}
 mkdir -p "$out"
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$out"' EXIT
+if [ "${FORMAT:-}" = md ]; then exec >/dev/null; fi  # the markdown table goes to the saved stdout
 echo "# compare-ns2: $nseeds seeds, loss cases ${loss_simtime} s, $("$satpep" --version 2>/dev/null || echo satpep ?), ns-2 $(dpkg-query -W -f='${Version}' ns2 2>/dev/null || echo '?')"
 {
     for a in Reno Newreno Sack1; do
@@ -121,3 +125,35 @@ END {
     rfc = n[k,"satpep-rfc"] ? sprintf("%13.0f %9.2f %9.2f", m(g,k,"satpep-rfc"), m(to,k,"satpep-rfc"), m(fr,k,"satpep-rfc")) : sprintf("%13s %9s %9s","-","-","-")
     printf "%-18s %-8s %3d %13.0f %13.0f %+8.2f %7.2f %9.2f %9.2f %9.2f %9.2f %s\n", order[i], ags[j], nn, a, b, (a>0 ? 100*(b-a)/a : 0), ci, m(to,k,"ns2"), m(to,k,"satpep"), m(fr,k,"ns2"), m(fr,k,"satpep"), rfc }
 }' "$out/raw.txt"
+
+[ "${FORMAT:-}" = md ] || exit 0
+# Markdown for docs/validation.md: one row per case and agent, goodput in b/s with spaces
+# between thousands, the difference with its 95 % interval, whether it is within the issue's
+# 2 %, and the mean timeouts and fast retransmits of each simulator.
+awk '
+$1=="R" && ($4=="ns2" || $4=="satpep") { k=$2" "$3; key[k]=1; n[k,$4]++; g[k,$4]+=$6; g2[k,$4]+=$6*$6; to[k,$4]+=$7; fr[k,$4]+=$8 }
+function m(a,k,s) { return n[k,s] ? a[k,s]/n[k,s] : -1 }
+function sd(k,s,  mu) { if (n[k,s]<2) return 0; mu=g[k,s]/n[k,s]; v=(g2[k,s]-n[k,s]*mu*mu)/(n[k,s]-1); return v>0?sqrt(v):0 }
+function th(x,  s, r) { s=sprintf("%.0f", x); r=""; while (length(s)>3) { r=" " substr(s, length(s)-2) r; s=substr(s, 1, length(s)-3) } return s r }
+function num(x, d) { x=sprintf("%." d "f", x); sub(/^-/, "−", x); return x }
+function sgn(x, d) { return (x>=0 ? "+" : "") num(x, d) }
+BEGIN {
+  name["window"]="window (10 Mb/s, 560 ms, rwnd 45 segments)"; name["rate"]="rate (2 Mb/s, 100 ms, MSS 1000)"
+  name["loss-0.001"]="PER 10⁻³ (100 Mb/s, 100 ms)"; name["loss-0.01"]="PER 10⁻²"; name["loss-0.05"]="PER 5·10⁻²"
+  name["single"]="lone loss (packet 100), window path"; name["single-fast"]="lone loss (packet 100), 100 Mb/s path"
+  an["Reno"]="Reno"; an["Newreno"]="NewReno"; an["Sack1"]="SACK"
+}
+END {
+  print "| case | agent | seeds | ns-2 b/s | satpep `ns2` b/s | diff % (±95 %) | within 2 % | RTO ns-2 / satpep | FR ns-2 / satpep |"
+  print "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  split("window rate loss-0.001 loss-0.01 loss-0.05 single single-fast", order, " ")
+  split("Reno Newreno Sack1", ags, " ")
+  for (i=1;i<=7;i++) { shown=0; for (j=1;j<=3;j++) { k=order[i]" "ags[j]; if (!(k in key)) continue
+    a=m(g,k,"ns2"); b=m(g,k,"satpep"); nn=n[k,"ns2"]; d=(a>0 ? 100*(b-a)/a : 0)
+    ci = (nn>1 && a>0) ? 196*sqrt(sd(k,"ns2")^2/nn + sd(k,"satpep")^2/n[k,"satpep"])/a : 0
+    dd = sgn(d, 2) (nn>1 ? " (±" num(ci, 2) ")" : "")
+    ok = (d >= -2 && d <= 2) ? "yes" : "**no**"
+    if (ok != "yes") dd = "**" dd "**"
+    printf "| %s | %s | %d | %s | %s | %s | %s | %s / %s | %s / %s |\n", (shown ? "" : name[order[i]]), an[ags[j]], nn, th(a), th(b), dd, ok, num(m(to,k,"ns2"), 2), num(m(to,k,"satpep"), 2), num(m(fr,k,"ns2"), 1), num(m(fr,k,"satpep"), 1)
+    shown=1 } }
+}' "$out/raw.txt" >&3
