@@ -112,4 +112,4 @@ END {
     ok = (d >= -5 && d <= 5) ? "yes" : "**no**"
     dd = sgn(d, 2) " (±" num(ci, 2) ")"; if (ok != "yes") dd = "**" dd "**"
     printf "| %s | %s | %d | %s | %s | %s | %s | %s / %s | %s / %s | %s / %s |\n", (j==1 ? kbps(rs[i]) : ""), (ags[j]=="Newreno" ? "NewReno" : ags[j]), nn, th(a), th(b), dd, ok, num(m(to,k,"ns2"), 2), num(m(to,k,"satpep"), 2), num(m(fr,k,"ns2"), 2), num(m(fr,k,"satpep"), 2), num(m(rd,k,"ns2"), 1), num(m(rd,k,"satpep"), 1) }
-}' "$out/raw.txt" >&3
+}' <(sort "$out/raw.txt") >&3  # sorted: sums in one order whatever order the runs ended in

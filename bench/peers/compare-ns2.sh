@@ -156,4 +156,4 @@ END {
     if (ok != "yes") dd = "**" dd "**"
     printf "| %s | %s | %d | %s | %s | %s | %s | %s / %s | %s / %s |\n", (shown ? "" : name[order[i]]), an[ags[j]], nn, th(a), th(b), dd, ok, num(m(to,k,"ns2"), 2), num(m(to,k,"satpep"), 2), num(m(fr,k,"ns2"), 1), num(m(fr,k,"satpep"), 1)
     shown=1 } }
-}' "$out/raw.txt" >&3
+}' <(sort "$out/raw.txt") >&3  # sorted: sums in one order whatever order the runs ended in
