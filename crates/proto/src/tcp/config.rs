@@ -112,6 +112,10 @@ pub enum FullAckCwnd {
     /// Option (2), ssthresh: ns-2 (`exit_recovery_fix_ 0` leaves `cwnd_` at ssthresh) and Linux
     /// (`tcp_end_cwnd_reduction`).
     Ssthresh,
+    /// ssthresh, then the full ACK also grows the window as any new ACK does: ns-2's Reno and
+    /// Newreno agents hand the ACK that ends fast recovery to `recv_newack_helper`, whose
+    /// `opencwnd` adds `1/cwnd_` (Sack1 ends recovery without it).
+    SsthreshAndGrow,
 }
 
 /// How slow start may end before a loss (RFC 9438 §4.10 leaves the choice to the stack).
@@ -261,8 +265,9 @@ tcp_config! {
     rto_ssthresh: RtoSsthresh,
     /// NewReno's timer restarts on partial ACKs. Default: `"every"`; `ns2`: `"first"`.
     partial_ack_timer: PartialAckTimer,
-    /// NewReno's cwnd at the full ACK. Default: `"flight"` (RFC 6582 option 1); `linux`, `ns2`:
-    /// `"ssthresh"`.
+    /// NewReno's cwnd at the full ACK (and, for `"ssthresh_and_grow"`, Reno's at the ACK that
+    /// ends recovery). Default: `"flight"` (RFC 6582 option 1); `linux`: `"ssthresh"`; `ns2`:
+    /// `"ssthresh_and_grow"`.
     full_ack_cwnd: FullAckCwnd,
     /// `recovery = "reno"`: no new fast retransmit until the cumulative ACK passes what was
     /// outstanding at the last one (RFC 6582 §3.2 step 1 applied to Reno; ns-2's `bugFix_`).
@@ -388,7 +393,7 @@ impl TcpConfig {
                 rto_rearm: RtoRearm::FastRetransmit,
                 rto_ssthresh: RtoSsthresh::Window,
                 partial_ack_timer: PartialAckTimer::First,
-                full_ack_cwnd: FullAckCwnd::Ssthresh,
+                full_ack_cwnd: FullAckCwnd::SsthreshAndGrow,
                 reno_recover_check: true,
                 recover_inclusive: true,
                 ..rfc

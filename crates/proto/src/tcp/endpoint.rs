@@ -1870,6 +1870,11 @@ impl TcpEndpoint {
                     }
                     _ => self.win.ssthresh,
                 };
+                if self.config.full_ack_cwnd == FullAckCwnd::SsthreshAndGrow
+                    && !self.in_sack_recovery()
+                {
+                    self.cc.on_ack(now, acked, &mut self.win, self.rtt.srtt());
+                }
                 self.last_recover = rec.recover;
                 self.recover_by_rto = false;
                 self.stats.recovery_ns += now.saturating_since(rec.since).as_nanos();
