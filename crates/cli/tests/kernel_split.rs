@@ -607,17 +607,17 @@ fn kill_9_resets_the_held_connections_the_path_fails_open_and_a_restart_or_clean
         .expect("client starts")
     };
     // The download ends within 10 s, reset.
-    let reset = |mut client: Child| {
-        let st =
-            wait_exit(&mut client, Duration::from_secs(10)).expect("the client ends within 10 s");
+    let reset = |mut client: Child, what: &str| {
+        let st = wait_exit(&mut client, Duration::from_secs(10))
+            .unwrap_or_else(|| panic!("{what}: the client did not end within 10 s"));
         let out = client.wait_with_output().expect("client output");
         let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("client JSON");
-        assert!(!st.success(), "{r}");
+        assert!(!st.success(), "{what}: {r}");
         assert!(
             r["error"]
                 .as_str()
                 .is_some_and(|e| e.starts_with("ConnectionResetError")),
-            "{r}"
+            "{what}: {r}"
         );
     };
     let client = download();
@@ -628,7 +628,7 @@ fn kill_9_resets_the_held_connections_the_path_fails_open_and_a_restart_or_clean
     std::thread::sleep(Duration::from_millis(300));
     gw.kill().expect("kill -9");
     let _ = gw.wait();
-    reset(client);
+    reset(client, "split, kill -9");
 
     // What it left: the table and the rule; with no listener, tproxy does not match and new
     // connections are forwarded unsplit.
@@ -639,11 +639,23 @@ fn kill_9_resets_the_held_connections_the_path_fails_open_and_a_restart_or_clean
     // A download forwarded end to end meanwhile: the restarted daemon's listener resets it at
     // its next ACK (the price of diverting lone ACKs, for SYN cookies: docs/deploy.md).
     let client = download();
-    std::thread::sleep(Duration::from_millis(300));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let filter = format!("dport = :{PORT}");
+    loop {
+        let ss = net
+            .exec(&net.c, &["ss", "-Htn", "state", "established", &filter])
+            .output()
+            .expect("ss");
+        if !ss.stdout.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the download did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 
     // A restart removes the leftovers first: one table, one rule, and it splits again.
     let mut gw = net.start_gateway(&cfg);
-    reset(client);
+    reset(client, "forwarded, restart");
     let (tables, rules) = net.installed();
     assert_eq!((tables.as_str(), rules.len()), ("table ip satpep_kgw", 1));
     assert_eq!(net.fetch(100_000, 5, 5)["ok"], 5);
