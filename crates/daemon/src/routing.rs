@@ -66,10 +66,14 @@ impl RoutingPlan {
     ///   locally instead of forwarding it.
     /// - `fib daddr type local`: connections to the router itself are never split.
     /// - `tproxy`: a SYN (no ACK) arriving on `interfaces[i]` to one of `ports` goes to the
-    ///   listener `127.0.0.1:listen_port + i`; only SYNs, so connections that were open before
-    ///   the daemon started (or that a crashed one held) are forwarded as before. With no
-    ///   listener (the daemon died) `tproxy` does not match, and the SYN is forwarded: the
-    ///   path fails open.
+    ///   listener `127.0.0.1:listen_port + i`, and so does an ACK (no SYN, no RST) that no
+    ///   socket holds: the last segment of a handshake the listener answered with a SYN cookie
+    ///   (its SYN queue full), for which no request socket exists for `socket` to find.
+    ///   Without that rule the ACK was forwarded to the server, which had never seen the SYN
+    ///   and reset the client (docs/deploy.md, "SYN flood"). The price: a connection forwarded
+    ///   end to end while no daemon ran (before its first start, after a crash) is reset by the
+    ///   listener at its next ACK once one runs. With no listener (the daemon died) `tproxy`
+    ///   does not match, and the segment is forwarded: the path fails open.
     pub fn nft_script(&self) -> Option<String> {
         let k = self.kernel.as_ref()?;
         let t = self.nft_table();
@@ -89,11 +93,13 @@ impl RoutingPlan {
              \t\tfib daddr type local accept\n"
         );
         for (i, iface) in self.interfaces.iter().enumerate() {
-            s += &format!(
-                "\t\tiifname \"{iface}\" tcp flags & (syn | ack) == syn {ports}\
-                 tproxy to 127.0.0.1:{} meta mark set {mark} accept\n",
-                u32::from(k.listen_port) + i as u32
-            );
+            let port = u32::from(k.listen_port) + i as u32;
+            for flags in ["(syn | ack) == syn", "(syn | ack | rst) == ack"] {
+                s += &format!(
+                    "\t\tiifname \"{iface}\" tcp flags & {flags} {ports}\
+                     tproxy to 127.0.0.1:{port} meta mark set {mark} accept\n"
+                );
+            }
         }
         s += "\t}\n}\n";
         Some(s)
@@ -320,15 +326,21 @@ mod tests {
              \t\tfib daddr type local accept\n\
              \t\tiifname \"eth1\" tcp flags & (syn | ack) == syn tcp dport { 80, 443 } \
              tproxy to 127.0.0.1:9000 meta mark set 7470 accept\n\
+             \t\tiifname \"eth1\" tcp flags & (syn | ack | rst) == ack tcp dport { 80, 443 } \
+             tproxy to 127.0.0.1:9000 meta mark set 7470 accept\n\
              \t\tiifname \"eth0\" tcp flags & (syn | ack) == syn tcp dport { 80, 443 } \
+             tproxy to 127.0.0.1:9001 meta mark set 7470 accept\n\
+             \t\tiifname \"eth0\" tcp flags & (syn | ack | rst) == ack tcp dport { 80, 443 } \
              tproxy to 127.0.0.1:9001 meta mark set 7470 accept\n\
              \t}\n}\n"
         );
-        // No ports: every TCP SYN.
-        assert!(kernel_plan("")
-            .nft_script()
-            .unwrap()
+        // No ports: every TCP SYN, and every ACK no socket holds.
+        let all = kernel_plan("").nft_script().unwrap();
+        assert!(all
             .contains("iifname \"eth1\" tcp flags & (syn | ack) == syn tproxy to 127.0.0.1:7470"));
+        assert!(all.contains(
+            "iifname \"eth1\" tcp flags & (syn | ack | rst) == ack tproxy to 127.0.0.1:7470"
+        ));
         assert_eq!(p.sysctls(), [("net/ipv4/ip_forward".into(), "1".into())]);
         let rm = p.remove_script();
         assert!(rm.contains("while ip -4 rule del pref 7470 2>/dev/null; do :; done"));
