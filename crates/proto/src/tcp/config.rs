@@ -118,6 +118,23 @@ pub enum FullAckCwnd {
     SsthreshAndGrow,
 }
 
+/// What SACK loss recovery retransmits and how it counts what is in flight.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SackRecovery {
+    /// RFC 6675: NextSeg resends a hole once IsLost (DupThresh segments SACKed above it), and
+    /// pipe is SetPipe() over the scoreboard.
+    #[default]
+    Rfc6675,
+    /// ns-2.35's `Agent/TCP/Sack1` (`tcp-sack1.cc`, `scoreboard-rq.cc`): every hole below the
+    /// highest SACKed byte is resent, once each, in order (`GetNextRetran`); pipe is a packet
+    /// counter, `pipe_`, set to the packets outstanding less DupThresh at the fast
+    /// retransmit (which it does not count), one less per ACK during recovery and one more
+    /// per partial ACK (`partial_ack_` 0), one more per packet sent, and sending needs
+    /// `pipe_ < int(cwnd_)`.
+    Ns2,
+}
+
 /// How slow start may end before a loss (RFC 9438 §4.10 leaves the choice to the stack).
 #[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -288,6 +305,9 @@ tcp_config! {
     /// `tcp_ack_update_rtt`). Default: false (RFC 7323 §4.1 samples only ACKs that advance the
     /// left edge); `linux`: true.
     sack_rtt: bool,
+    /// SACK loss recovery's retransmission rule and pipe. Default: `"rfc6675"`; `ns2`: `"ns2"`
+    /// (ns-2's Sack1 agent). Not used with `rack`.
+    sack_recovery: SackRecovery,
     /// Proportional Rate Reduction (RFC 6937, reduction bound PRR-SSRB as Linux 6.1's
     /// `tcp_cwnd_reduction`) sets cwnd on each ACK of SACK recovery instead of RFC 6675's
     /// cwnd = ssthresh at once. Default: false; `linux`: true.
@@ -351,6 +371,7 @@ impl TcpConfig {
             recover_inclusive: false,
             hystart: Hystart::Off,
             sack_rtt: false,
+            sack_recovery: SackRecovery::Rfc6675,
             prr: false,
             rack: false,
             tlp: false,
@@ -394,6 +415,7 @@ impl TcpConfig {
                 rto_ssthresh: RtoSsthresh::Window,
                 partial_ack_timer: PartialAckTimer::First,
                 full_ack_cwnd: FullAckCwnd::SsthreshAndGrow,
+                sack_recovery: SackRecovery::Ns2,
                 reno_recover_check: true,
                 recover_inclusive: true,
                 ..rfc

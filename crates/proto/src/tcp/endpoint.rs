@@ -29,7 +29,7 @@ use super::bytes::ByteStore;
 use super::cc::hystart::CSS_GROWTH_DIVISOR;
 use super::cc::{AnyCc, CongestionControl, HystartPlusPlus, Round, Window};
 use super::config::{
-    FullAckCwnd, Hystart, PartialAckTimer, Recovery, RtoRearm, RtoSsthresh, TcpConfig,
+    FullAckCwnd, Hystart, PartialAckTimer, Recovery, RtoRearm, RtoSsthresh, SackRecovery, TcpConfig,
 };
 use super::ranges::RangeSet;
 use super::rtt::RttEstimator;
@@ -159,6 +159,8 @@ struct FastRecovery {
     prr_out: u64,
     /// PRR: RecoverFS, the FlightSize when recovery began.
     recover_fs: u64,
+    /// `sack_recovery = "ns2"`: ns-2 Sack1's `pipe_`, in packets (may go below zero).
+    pipe_pkts: i64,
 }
 
 /// A data segment as first sent, for RTT samples from SACKed data (`sack_rtt`).
@@ -1495,8 +1497,48 @@ impl TcpEndpoint {
         best
     }
 
+    /// SACK recovery as ns-2's Sack1 (`sack_recovery = "ns2"`; RACK keeps its own rules).
+    fn ns2_sack_recovery(&self) -> bool {
+        self.config.sack_recovery == SackRecovery::Ns2 && self.in_sack_recovery() && !self.rack_on()
+    }
+
+    /// ns-2 Sack1's `send_much` in fast recovery: while `pipe_ < int(cwnd_)`, the next hole at
+    /// or above HighRxt with SACKed data above it (`GetNextRetran`), else new data within the
+    /// receiver's window; each packet sent is one more in `pipe_`.
+    fn poll_ns2_sack_recovery(&mut self, now: Instant) -> Option<TcpRepr> {
+        let mut rec = self.recovery?;
+        if rec.pipe_pkts >= (self.win.cwnd / self.smss) as i64 {
+            return None;
+        }
+        let highest_sack = self.scoreboard.as_slice().last().map(|&(s, _)| s);
+        let mut s = rec.high_rxt.max(self.snd_una);
+        while let Some((_, e)) = self.scoreboard.containing(s) {
+            s = e;
+        }
+        let seg = if highest_sack.is_some_and(|h| s < h) && s < self.snd_max {
+            let seg = self.send_range(now, s, self.smss, true);
+            rec.high_rxt = s + u64::from(seg.payload_len);
+            seg
+        } else {
+            let data_end = self.data_end();
+            let len = self.smss.min(data_end.saturating_sub(self.snd_max));
+            if len == 0 || self.snd_max + len > self.snd_una + self.snd_wnd {
+                return None;
+            }
+            self.snd_nxt = self.snd_max;
+            let off = self.snd_max;
+            self.send_range(now, off, self.smss, false)
+        };
+        rec.pipe_pkts += 1;
+        self.recovery = Some(rec);
+        Some(seg)
+    }
+
     /// RFC 6675 §5 step (C): transmit while cwnd − pipe ≥ 1 SMSS, choosing with NextSeg().
     fn poll_sack_recovery(&mut self, now: Instant) -> Option<TcpRepr> {
+        if self.ns2_sack_recovery() {
+            return self.poll_ns2_sack_recovery(now);
+        }
         let pipe = self.pipe();
         if self.win.cwnd < pipe + self.smss {
             return None;
@@ -1892,6 +1934,11 @@ impl TcpEndpoint {
                     rec.partial_acks += 1;
                 }
                 rec.high_rxt = rec.high_rxt.max(self.snd_una);
+                if self.ns2_sack_recovery() {
+                    // Sack1 with `partial_ack_` 0: `--pipe_` for the ACK and once more for
+                    // the partial ACK.
+                    rec.pipe_pkts -= 2;
+                }
                 self.recovery = Some(rec);
             }
             None => {
@@ -1940,7 +1987,12 @@ impl TcpEndpoint {
         self.stats.dup_acks += 1;
         self.dupacks += 1;
         if self.recovery.is_some() {
-            if !self.in_sack_recovery() {
+            if self.ns2_sack_recovery() {
+                // Sack1: every ACK in fast recovery is one packet out of the pipe.
+                if let Some(rec) = self.recovery.as_mut() {
+                    rec.pipe_pkts -= 1;
+                }
+            } else if !self.in_sack_recovery() {
                 // Fast recovery: each further duplicate means a segment left the network.
                 self.win.cwnd += self.smss;
             }
@@ -2000,6 +2052,9 @@ impl TcpEndpoint {
             prr_delivered: 0,
             prr_out: 0,
             recover_fs: self.snd_max - self.snd_una,
+            // Sack1's `dupack_action`: `maxseq_ − highest_ack_ − numdupacks_`.
+            pipe_pkts: ((self.snd_max - self.snd_una) / self.smss) as i64
+                - i64::from(self.config.dupthresh),
         });
         if !self.in_sack_recovery() {
             self.win.cwnd = self.win.ssthresh + 3 * self.smss;
@@ -2454,6 +2509,7 @@ mod prr_tests {
             prr_delivered: prr.0,
             prr_out: prr.1,
             recover_fs: snd_max - 1,
+            pipe_pkts: 0,
         });
         ep
     }

@@ -16,7 +16,7 @@ mod stats;
 
 pub use config::{
     CcAlgorithm, FullAckCwnd, Hystart, PartialAckTimer, Profile, Recovery, RtoRearm, RtoSsthresh,
-    RttEstimatorKind, TcpConfig,
+    RttEstimatorKind, SackRecovery, TcpConfig,
 };
 pub use endpoint::{State, TcpEndpoint};
 pub use ranges::RangeSet;
