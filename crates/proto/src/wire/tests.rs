@@ -657,7 +657,15 @@ proptest! {
         let mut head = wire[..split].to_vec();
         head[36..38].copy_from_slice(&check.to_be_bytes());
         let mut odd = crate::Packet::try_with_payload(&head, &wire[split..]).expect("fits");
-        prop_assert_eq!(parse_packet(&odd), Err(WireError::BadChecksum));
+        // Unless the rest of the payload sums to one's-complement zero (all zeros, say: CI's
+        // proptest found `[0, 0]`), the checksum over zeros is wrong before the fold.
+        let real = u16::from_be_bytes([wire[36], wire[37]]);
+        let same = real == check || (real == 0 && check == 0xffff) || (real == 0xffff && check == 0);
+        if same {
+            prop_assert!(parse_packet(&odd).is_ok());
+        } else {
+            prop_assert_eq!(parse_packet(&odd), Err(WireError::BadChecksum));
+        }
         add_payload_to_tcp_checksum(&mut odd);
         prop_assert!(parse_packet(&odd).is_ok());
     }
