@@ -1515,7 +1515,8 @@ impl TcpEndpoint {
         while let Some((_, e)) = self.scoreboard.containing(s) {
             s = e;
         }
-        let seg = if highest_sack.is_some_and(|h| s < h) && s < self.snd_max {
+        // (SACKed data lies below snd_max, so a hole below it is below snd_max too.)
+        let seg = if highest_sack.is_some_and(|h| s < h) {
             let seg = self.send_range(now, s, self.smss, true);
             rec.high_rxt = s + u64::from(seg.payload_len);
             seg
