@@ -11,6 +11,9 @@
 //!   those duplicates are **dropped** (when `suppress_dupacks`), so the sender never counts three
 //!   and never enters fast recovery for a satellite-hop loss;
 //! - a duplicate for a segment Snoop does not hold is forwarded: the sender must repair it;
+//!   so is one for a segment whose last copy was the sender's own retransmission (not
+//!   expected after a local one): the sender is repairing that hole, and only the duplicates
+//!   tell it whether its copy arrived (the original's `senderRxmit` rule);
 //! - a **local timer** (RFC 6298 estimator over the gateway–host round trip, doubled on each
 //!   expiry) retransmits the oldest cached segment when no new ACK comes.
 //!
@@ -118,7 +121,11 @@ struct Cached {
     len: u32,
     pkt: Packet,
     sent_at: Instant,
+    /// Sent more than once (Karn: no RTT sample from its ACK).
     retransmitted: bool,
+    /// The copy last sent is the sender's own retransmission, not Snoop's: the sender is
+    /// repairing this hole itself, so its duplicate ACKs are passed on (ns-2's `senderRxmit`).
+    by_sender: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -218,6 +225,7 @@ impl Snoop {
             // The sender's own retransmission of a cached segment: refresh it.
             c.sent_at = now;
             c.retransmitted = true;
+            c.by_sender = true;
             return;
         }
         if f.cache.len() >= limit {
@@ -233,6 +241,7 @@ impl Snoop {
                 pkt: pkt.clone(),
                 sent_at: now,
                 retransmitted: !is_new,
+                by_sender: !is_new,
             },
         );
         if timer.is_none() {
@@ -254,7 +263,10 @@ impl Snoop {
                     self.stats.dupacks_forwarded += 1;
                     return true;
                 };
-                if first.seq != ack {
+                if first.seq != ack || (first.by_sender && f.expected_dups == 0) {
+                    // Not cached, or the sender resent it itself and is in charge of it: only
+                    // the duplicates (and their SACK blocks) tell it whether that copy
+                    // arrived. Hiding them left a lost sender retransmission to the timers.
                     self.stats.dupacks_forwarded += 1;
                     return true;
                 }
@@ -266,6 +278,7 @@ impl Snoop {
                     // First duplicate: the segment at `ack` was lost on the satellite hop.
                     let c = &mut f.cache[0];
                     c.retransmitted = true;
+                    c.by_sender = false;
                     c.sent_at = now;
                     let pkt = c.pkt.clone();
                     f.expected_dups = (f.cache.len() as u32).saturating_sub(1).max(1);
@@ -361,6 +374,7 @@ impl Node for Snoop {
                 continue;
             };
             c.retransmitted = true;
+            c.by_sender = false;
             c.sent_at = now;
             self.out.push_back(c.pkt.clone());
             self.stats.local_rtx_timeout += 1;
@@ -477,6 +491,54 @@ mod tests {
         assert!(no_idle
             .validate()
             .is_err_and(|m| m.starts_with("idle_timeout")));
+    }
+
+    /// The sender resends a hole itself and that copy is lost too: the duplicate ACKs that
+    /// follow are its only news of it, so Snoop passes them on and leaves the repair to the
+    /// sender. Hiding them (as when Snoop took the sender's copy for its own) left the hole to
+    /// the timers: 12 s and, once, over 4 min of stall in `snoop_with_satellite_errors…`
+    /// (crates/emu/tests/real_bytes.rs), where Linux's RACK would have resent at once.
+    #[test]
+    fn duplicates_after_a_lost_sender_retransmission_reach_the_sender() {
+        let mut s = Snoop::new(SnoopConfig::default());
+        let k = many(9);
+        let t = |ms: u64| Instant::ZERO + Duration::from_millis(ms);
+        for n in 0..4 {
+            s.handle_packet(
+                t(0),
+                PortId(0),
+                segment(k, 1 + 1000 * n, Some(1), ACK, 1000),
+            );
+        }
+        let ack = |n: u32| segment(k.reversed(), 1, Some(n), ACK, 0);
+        s.handle_packet(t(600), PortId(1), ack(1001));
+        // The sender's own retransmission of the hole at 1001 (after its RTO, say).
+        let rtx = segment(k, 1001, Some(1), ACK, 1000);
+        s.handle_packet(t(700), PortId(0), rtx.clone());
+        assert_eq!(drain(&mut s, t(700)).len(), 6);
+        // 550 ms later (within a local round trip of the sender's copy): duplicates.
+        for _ in 0..3 {
+            s.handle_packet(t(1250), PortId(1), ack(1001));
+        }
+        assert_eq!(drain(&mut s, t(1250)), vec![seen(&ack(1001)); 3]);
+        let st = s.stats();
+        assert_eq!(
+            (
+                st.dupacks_forwarded,
+                st.dupacks_suppressed,
+                st.local_rtx_dupack
+            ),
+            (3, 0, 0)
+        );
+        // The local timer still backs the hole up, and its copy is Snoop's own: the
+        // duplicates that follow it are hidden as usual.
+        let due = s.poll_timeout().expect("armed");
+        s.handle_timeout(due);
+        assert_eq!(drain(&mut s, due), vec![seen(&rtx)]);
+        let after = due + Duration::from_millis(10);
+        s.handle_packet(after, PortId(1), ack(1001));
+        assert_eq!(drain(&mut s, after), vec![]);
+        assert_eq!(s.stats().dupacks_suppressed, 1);
     }
 
     /// A flow is forgotten once the sender's FIN is acknowledged, and not before.
