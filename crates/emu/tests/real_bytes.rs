@@ -156,8 +156,20 @@ fn fetch(text: &str, size: usize, transfers: u32, limit_s: u64) -> satpep_emu::E
     opts.duration = Some(Duration::from_secs(limit_s));
     let out = satpep_emu::run(&sc, &opts).unwrap();
     let log = std::fs::read_to_string(&out.client_log).unwrap_or_default();
-    assert_eq!(out.summary.stop_reason, "client exited", "{log}");
-    assert_eq!(out.summary.client_exit, Some(0), "curl failed: {log}");
+    // What the middleboxes did, so a run that times out says why (CI keeps no capture).
+    let seen = format!(
+        "{log}\n{:.1} s emulated; middleboxes {:?}; links {:?}",
+        out.summary.base.sim_time_s,
+        out.summary.base.middleboxes,
+        out.summary
+            .base
+            .links
+            .iter()
+            .map(|l| (&l.name, l.delivered_packets, l.queue_drops, l.error_drops))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(out.summary.stop_reason, "client exited", "{seen}");
+    assert_eq!(out.summary.client_exit, Some(0), "curl failed: {seen}");
     let want = sha256(&www.join("blob"));
     for i in 1..=transfers {
         let path = got.join(i.to_string());
