@@ -27,6 +27,7 @@ sim_runs="${SIM_RUNS:-$runs}"
 here=scenarios/linux_profile
 sc=$here/geo.toml
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 if [ -z "${SATPEP_BIN:-}" ]; then
     cargo build --release -q -p satpep
     # A copy, so that other people's rebuilds during the measurement do not change the binary.
@@ -81,12 +82,17 @@ for i in $(seq 1 "$runs"); do
         [ -f "$c/emu-$i/result.json" ] && continue
         if [ $round_checked = 0 ]; then wait_quiet; round_checked=1; fi
         echo "$(date +%T) load $(cut -d' ' -f1-3 /proc/loadavg): emu $cc PER $per run $i" >&2
-        rm -rf "$c/emu-$i"
-        mkdir -p "$c/emu-$i/extra"
+        # emu wants a new or empty --out: the client's records and emu's output are written
+        # beside it during the run and moved in afterwards.
+        rm -rf "$c/emu-$i" "$c/emu-$i.extra" "$c/emu-$i.stdout"
+        mkdir -p "$c/emu-$i.extra"
         "$bin" emu "$sc" --seed "$i" --set "link.fwd.error.per=$per" --out "$c/emu-$i" \
             --duration 75s --quiet --server 'iperf3 -s -1 -J' \
-            --client "$PWD/$here/emu_client.sh {server} $cc $secs $PWD/$c/emu-$i/extra" \
-            >"$c/emu-$i/emu.stdout" 2>&1 || echo "emu exit $? ($c/emu-$i)" >&2
+            --client "$PWD/$here/emu_client.sh {server} $cc $secs $c/emu-$i.extra" \
+            >"$c/emu-$i.stdout" 2>&1 || echo "emu exit $? ($c/emu-$i)" >&2
+        mkdir -p "$c/emu-$i"
+        mv "$c/emu-$i.extra" "$c/emu-$i/extra"
+        mv "$c/emu-$i.stdout" "$c/emu-$i/emu.stdout"
         cut -d' ' -f1-3 /proc/loadavg >"$c/emu-$i/loadavg_after"
         python3 $here/analyze.py "$c/emu-$i" emu "$window" >"$c/emu-$i/result.json" ||
             { echo "analysis failed: $c/emu-$i" >&2; rm -f "$c/emu-$i/result.json"; }
