@@ -87,7 +87,7 @@ for i in $(seq 1 "$runs"); do
         rm -rf "$c/emu-$i" "$c/emu-$i.extra" "$c/emu-$i.stdout"
         mkdir -p "$c/emu-$i.extra"
         "$bin" emu "$sc" --seed "$i" --set "link.fwd.error.per=$per" --out "$c/emu-$i" \
-            --duration 75s --quiet --server 'iperf3 -s -1 -J' \
+            --duration 75s --quiet --server-on term --server 'iperf3 -s -1 -J' --client-on srv \
             --client "$PWD/$here/emu_client.sh {server} $cc $secs $c/emu-$i.extra" \
             >"$c/emu-$i.stdout" 2>&1 || echo "emu exit $? ($c/emu-$i)" >&2
         mkdir -p "$c/emu-$i"

@@ -26,7 +26,8 @@ for scheme in cra vbdc rbdc; do
         --set defaults.tcp.recv_buffer=64KB)
     for s in "${sets[@]}"; do args+=(--set "dama.rcs.terminal.$s"); done
     "$bin" sim "$sc" --out "$out/sim-$scheme" "${args[@]}" >/dev/null
-    "$bin" emu "$sc" --out "$out/emu-$scheme" "${args[@]}" --server 'iperf3 -s -1' \
+    # iperf3's client sends: it runs at the flow's sender (st), behind the DAMA return link.
+    "$bin" emu "$sc" --out "$out/emu-$scheme" "${args[@]}" --server-on gw --server 'iperf3 -s -1' --client-on st \
         --client 'iperf3 -c {server} -t 30 -w 64K -i 0.2 -C reno -J' >/dev/null 2>&1 || true
     model=$("$bin" model dama --alpha "$alpha" | awk '/^given/ {print $3}')
     python3 - "$out" "$scheme" "$model" <<'PY'
