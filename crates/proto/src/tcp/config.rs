@@ -122,8 +122,9 @@ pub enum FullAckCwnd {
 #[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SackRecovery {
-    /// RFC 6675: NextSeg resends a hole once IsLost (DupThresh segments SACKed above it), and
-    /// pipe is SetPipe() over the scoreboard.
+    /// RFC 6675: NextSeg resends a hole once IsLost (DupThresh segments SACKed above it), else
+    /// sends new data, else applies rules 3 and 4 as `nextseg_rule3` and `nextseg_rescue`
+    /// say; pipe is SetPipe() over the scoreboard.
     #[default]
     Rfc6675,
     /// ns-2.35's `Agent/TCP/Sack1` (`tcp-sack1.cc`, `scoreboard-rq.cc`): every hole below the
