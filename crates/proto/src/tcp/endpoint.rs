@@ -2682,6 +2682,32 @@ mod nextseg_tests {
         );
         assert_eq!(sender(8001, 8001, &[]).rescue_range(), None);
     }
+
+    #[test]
+    fn rescue_sends_its_short_range_only_once_and_not_past_snd_max() {
+        // The receiver's window ends at SND.MAX (no new data), HighRxt is past the highest
+        // SACK (no rule 3): the rescue is the 500 bytes between that SACK and SND.MAX.
+        let mut ep = sender(5001, 8001, &[(5501, 7501)]);
+        ep.snd_wnd = 3000;
+        ep.win.cwnd = 10_000;
+        ep.recovery = Some(FastRecovery {
+            recover: 8001,
+            high_rxt: 7501,
+            rescue_rxt: 1001,
+            since: Instant::ZERO,
+            partial_acks: 0,
+            prr_delivered: 0,
+            prr_out: 0,
+            recover_fs: 7000,
+            pipe_pkts: 0,
+        });
+        let seg = ep.poll_sack_recovery(Instant::ZERO).expect("the rescue");
+        assert_eq!((seg.seq, seg.payload_len), (ep.seq_of(7501), 500));
+        assert_eq!(ep.snd_max, 8001);
+        let rec = ep.recovery.expect("still in recovery");
+        assert_eq!((rec.rescue_rxt, rec.high_rxt), (8001, 7501));
+        assert!(ep.poll_sack_recovery(Instant::ZERO).is_none());
+    }
 }
 
 #[cfg(test)]
