@@ -122,8 +122,9 @@ pub enum FullAckCwnd {
 #[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SackRecovery {
-    /// RFC 6675: NextSeg resends a hole once IsLost (DupThresh segments SACKed above it), and
-    /// pipe is SetPipe() over the scoreboard.
+    /// RFC 6675: NextSeg resends a hole once IsLost (DupThresh segments SACKed above it), else
+    /// sends new data, else applies rules 3 and 4 as `nextseg_rule3` and `nextseg_rescue`
+    /// say; pipe is SetPipe() over the scoreboard.
     #[default]
     Rfc6675,
     /// ns-2.35's `Agent/TCP/Sack1` (`tcp-sack1.cc`, `scoreboard-rq.cc`): every hole below the
@@ -308,6 +309,22 @@ tcp_config! {
     /// SACK loss recovery's retransmission rule and pipe. Default: `"rfc6675"`; `ns2`: `"ns2"`
     /// (ns-2's Sack1 agent). Not used with `rack`.
     sack_recovery: SackRecovery,
+    /// RFC 6675 NextSeg() rule 3 (SHOULD): when no hole IsLost and no new data may go (the
+    /// application or the receiver's window holds it back), resend the first unSACKed segment
+    /// above HighRxt that lies below the highest SACKed byte, lost or not; it counts twice in
+    /// pipe (§4 SetPipe) until SACKed. Default: true; `linux`: false (Linux removed forward
+    /// retransmission in 4.14, "tcp: remove forward retransmit feature", and relies on RACK);
+    /// `ns2`: false (Sack1 has its own rule). Only with `sack_recovery = "rfc6675"` and
+    /// without `rack`.
+    nextseg_rule3: bool,
+    /// RFC 6675 NextSeg() rule 4, the rescue retransmission: when rules 1–3 find nothing and
+    /// unSACKed data is outstanding, once per recovery after a cumulative ACK passes the first
+    /// retransmission (HighACK > RescueRxt), resend the segment holding the highest unSACKed
+    /// byte and set RescueRxt = RecoveryPoint; HighRxt is left alone, so pipe does not count
+    /// it. A tail loss is then repaired one round trip after the partial ACK instead of by
+    /// the RTO. Default: true; `linux`: false (TLP does this job); `ns2`: false. Only with
+    /// `sack_recovery = "rfc6675"` and without `rack`.
+    nextseg_rescue: bool,
     /// Proportional Rate Reduction (RFC 6937, reduction bound PRR-SSRB as Linux 6.1's
     /// `tcp_cwnd_reduction`) sets cwnd on each ACK of SACK recovery instead of RFC 6675's
     /// cwnd = ssthresh at once. Default: false; `linux`: true.
@@ -372,6 +389,8 @@ impl TcpConfig {
             hystart: Hystart::Off,
             sack_rtt: false,
             sack_recovery: SackRecovery::Rfc6675,
+            nextseg_rule3: true,
+            nextseg_rescue: true,
             prr: false,
             rack: false,
             tlp: false,
@@ -394,6 +413,8 @@ impl TcpConfig {
                 reno_recover_check: true,
                 hystart: Hystart::Linux,
                 sack_rtt: true,
+                nextseg_rule3: false,
+                nextseg_rescue: false,
                 prr: true,
                 rack: true,
                 tlp: true,
@@ -416,6 +437,8 @@ impl TcpConfig {
                 partial_ack_timer: PartialAckTimer::First,
                 full_ack_cwnd: FullAckCwnd::SsthreshAndGrow,
                 sack_recovery: SackRecovery::Ns2,
+                nextseg_rule3: false,
+                nextseg_rescue: false,
                 reno_recover_check: true,
                 recover_inclusive: true,
                 ..rfc

@@ -148,6 +148,10 @@ struct FastRecovery {
     recover: u64,
     /// HighRxt: end of the highest retransmitted range (SACK recovery).
     high_rxt: u64,
+    /// RescueRxt (RFC 6675 §2), as an end offset like `high_rxt`: the end of the fast
+    /// retransmission at entry (§5 step 4.3, no rescue before a cumulative ACK passes it),
+    /// then `recover` once NextSeg rule 4 has sent its one rescue.
+    rescue_rxt: u64,
     /// When recovery began.
     since: Instant,
     /// NewReno partial ACKs so far (RFC 6582 §4: the Impatient variant restarts the timer at
@@ -1581,7 +1585,54 @@ impl TcpEndpoint {
                 return Some(self.send_range(now, off, self.smss, false));
             }
         }
+        if self.rack_on() {
+            return None;
+        }
+        // NextSeg (3): the first unSACKed byte above HighRxt below the highest SACKed one,
+        // lost or not (1.a and 1.b without 1.c). HighRxt moves (step C.2), so SetPipe counts
+        // it twice until it is SACKed.
+        let highest_sacked = self.scoreboard.as_slice().last().map(|&(_, e)| e);
+        while let Some((_, e)) = self.scoreboard.containing(s) {
+            s = e;
+        }
+        if self.config.nextseg_rule3 && highest_sacked.is_some_and(|h| s < h) {
+            let seg = self.send_range(now, s, self.smss, true);
+            if let Some(r) = self.recovery.as_mut() {
+                r.high_rxt = s + u64::from(seg.payload_len);
+            }
+            return Some(seg);
+        }
+        // NextSeg (4): one rescue per recovery once HighACK > RescueRxt, a segment ending at
+        // the highest unSACKed byte; RescueRxt = RecoveryPoint, HighRxt untouched (C.2), so
+        // pipe does not count it.
+        if self.config.nextseg_rescue && self.snd_una > rec.rescue_rxt {
+            let (start, end) = self.rescue_range()?;
+            let seg = self.send_range(now, start, end - start, true);
+            if let Some(r) = self.recovery.as_mut() {
+                r.rescue_rxt = r.recover;
+            }
+            return Some(seg);
+        }
         None
+    }
+
+    /// RFC 6675 NextSeg rule 4's segment: up to SMSS of unSACKed data ending just past the
+    /// highest outstanding unSACKed byte; `None` when every outstanding byte is SACKed.
+    fn rescue_range(&self) -> Option<(u64, u64)> {
+        let high = self.snd_max.min(self.data_end());
+        let blocks = self.scoreboard.as_slice();
+        let end = match blocks.last() {
+            Some(&(s, e)) if e >= high => s,
+            _ => high,
+        };
+        if end <= self.snd_una {
+            return None;
+        }
+        let mut start = end.saturating_sub(self.smss).max(self.snd_una);
+        for &(_, e) in blocks.iter().filter(|&&(s, _)| s < end) {
+            start = start.max(e);
+        }
+        Some((start, end))
     }
 
     /// Offset below which every unSACKed byte is deemed lost (RFC 6675 IsLost, byte form: more
@@ -2048,6 +2099,7 @@ impl TcpEndpoint {
         self.recovery = Some(FastRecovery {
             recover: self.snd_max,
             high_rxt: first_end,
+            rescue_rxt: first_end,
             since: now,
             partial_acks: 0,
             prr_delivered: 0,
@@ -2505,6 +2557,7 @@ mod prr_tests {
         ep.recovery = Some(FastRecovery {
             recover: snd_max,
             high_rxt: 1001,
+            rescue_rxt: 1001,
             since: Instant::ZERO,
             partial_acks: 0,
             prr_delivered: prr.0,
@@ -2565,6 +2618,95 @@ mod prr_tests {
         let mut ep = in_recovery(10_001, (1001, 5001), 5000, (0, 0));
         ep.prr_on_ack(1000, false);
         assert_eq!(ep.cwnd(), 6000);
+    }
+}
+
+#[cfg(test)]
+mod nextseg_tests {
+    use super::*;
+    use crate::tcp::Profile;
+
+    /// A sender with SMSS 1000, SND.UNA `una`, `snd_max` sent of 20 000 written and `sacked`
+    /// on the scoreboard.
+    fn sender(una: u64, snd_max: u64, sacked: &[(u64, u64)]) -> TcpEndpoint {
+        let mut c = TcpConfig::for_profile(Profile::Rfc);
+        c.mss = 1000;
+        let mut ep = TcpEndpoint::new(c, (Ipv4Addr::LOCALHOST, 1), (Ipv4Addr::LOCALHOST, 2), 0);
+        ep.sack_ok = true;
+        ep.smss = 1000;
+        ep.app_written = 20_000;
+        ep.snd_una = una;
+        ep.snd_nxt = snd_max;
+        ep.snd_max = snd_max;
+        for &(s, e) in sacked {
+            ep.scoreboard.insert(s, e);
+        }
+        ep
+    }
+
+    #[test]
+    fn rescue_ends_at_the_highest_unsacked_byte() {
+        // The tail above the highest SACK is unSACKed: its last SMSS.
+        assert_eq!(
+            sender(1, 8001, &[(1001, 5001)]).rescue_range(),
+            Some((7001, 8001))
+        );
+        // A short last segment: still SMSS bytes ending at SND.MAX.
+        assert_eq!(
+            sender(1, 7501, &[(1001, 5001)]).rescue_range(),
+            Some((6501, 7501))
+        );
+        // The tail is SACKed: the hole just below the highest block, never reaching below
+        // the block beneath it.
+        assert_eq!(
+            sender(1, 8001, &[(1001, 5001), (6001, 8001)]).rescue_range(),
+            Some((5001, 6001))
+        );
+        assert_eq!(
+            sender(1, 8001, &[(1001, 5501), (6001, 8001)]).rescue_range(),
+            Some((5501, 6001))
+        );
+        // Nor below SND.UNA.
+        assert_eq!(
+            sender(5501, 8001, &[(6001, 8001)]).rescue_range(),
+            Some((5501, 6001))
+        );
+    }
+
+    #[test]
+    fn rescue_stops_at_the_data_and_needs_something_outstanding() {
+        // A FIN sent after the last byte (offset 20 001) is not data to resend.
+        assert_eq!(
+            sender(1, 20_002, &[(1001, 5001)]).rescue_range(),
+            Some((19_001, 20_001))
+        );
+        assert_eq!(sender(8001, 8001, &[]).rescue_range(), None);
+    }
+
+    #[test]
+    fn rescue_sends_its_short_range_only_once_and_not_past_snd_max() {
+        // The receiver's window ends at SND.MAX (no new data), HighRxt is past the highest
+        // SACK (no rule 3): the rescue is the 500 bytes between that SACK and SND.MAX.
+        let mut ep = sender(5001, 8001, &[(5501, 7501)]);
+        ep.snd_wnd = 3000;
+        ep.win.cwnd = 10_000;
+        ep.recovery = Some(FastRecovery {
+            recover: 8001,
+            high_rxt: 7501,
+            rescue_rxt: 1001,
+            since: Instant::ZERO,
+            partial_acks: 0,
+            prr_delivered: 0,
+            prr_out: 0,
+            recover_fs: 7000,
+            pipe_pkts: 0,
+        });
+        let seg = ep.poll_sack_recovery(Instant::ZERO).expect("the rescue");
+        assert_eq!((seg.seq, seg.payload_len), (ep.seq_of(7501), 500));
+        assert_eq!(ep.snd_max, 8001);
+        let rec = ep.recovery.expect("still in recovery");
+        assert_eq!((rec.rescue_rxt, rec.high_rxt), (8001, 7501));
+        assert!(ep.poll_sack_recovery(Instant::ZERO).is_none());
     }
 }
 
