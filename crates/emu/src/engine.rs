@@ -157,12 +157,16 @@ impl Engine {
         let cut = vnet::segment(&hdr, pkt, &mut self.segment, |head, payload| {
             counters.rx_packets += 1;
             counters.rx_bytes += (head.len() + payload.len()) as u64;
-            // A segment comes as its exact IPv4 + TCP headers and its payload; a plain packet
-            // whole in `head`.
+            // A segment comes as its exact IPv4 + TCP headers and its payload, with checksums
+            // `segment` just computed over them; a plain packet whole in `head`, with the
+            // host's checksums (not ours to vouch for).
             let pkt = if payload.is_empty() {
                 header_len(head).and_then(|h| Packet::from_wire(head, h))
             } else {
-                Packet::try_with_payload(head, payload)
+                Packet::try_with_payload(head, payload).map(|mut p| {
+                    p.mark_checksums_valid();
+                    p
+                })
             };
             match pkt {
                 Some(p) => sim.inject(node, p),
@@ -268,11 +272,12 @@ impl Engine {
                     (&wire, &[])
                 }
             };
-            if self.coalescer.push(head, payload) {
+            let known = pkt.checksums_known_valid();
+            if self.coalescer.push(head, payload, known) {
                 continue;
             }
             flush(&mut self.coalescer, &mut self.counters, h, write)?;
-            if self.coalescer.push(head, payload) {
+            if self.coalescer.push(head, payload, known) {
                 continue;
             }
             // Alone, behind an all-zero header: header (or all of it) after the zeros, so

@@ -34,6 +34,10 @@ pub struct Packet {
     hdr_len: u8,
     /// The payload bytes are real (in `buf.payload`), not virtual zeros.
     real: bool,
+    /// The header's checksums are known to hold for these exact bytes: whoever computed them
+    /// said so ([`Packet::mark_checksums_valid`]), and nothing has changed a byte since. Lets
+    /// the emulator skip verifying a payload it summed itself a moment before.
+    checksums_valid: bool,
     buf: Buf,
     /// Bytes of payload that follow the header on the wire. Equal to the real payload's length
     /// when there is one; change it only on virtual packets (use [`Packet::set_payload`]).
@@ -56,6 +60,7 @@ impl Packet {
             flow: u32::MAX,
             hdr_len: header.len() as u8,
             real: false,
+            checksums_valid: false,
             buf,
             payload_len,
         }
@@ -72,6 +77,7 @@ impl Packet {
             flow: u32::MAX,
             hdr_len: n as u8,
             real: false,
+            checksums_valid: false,
             buf,
             payload_len,
         }
@@ -105,14 +111,40 @@ impl Packet {
         &self.buf.hdr[..usize::from(self.hdr_len)]
     }
 
-    /// Header bytes, writable in place (ACK rewriting, checksum updates).
+    /// Header bytes, writable in place (ACK rewriting, checksum updates). The checksums are no
+    /// longer known to hold ([`Packet::checksums_known_valid`]).
     #[inline]
     pub fn header_mut(&mut self) -> &mut [u8] {
+        self.checksums_valid = false;
         &mut self.buf.hdr[..usize::from(self.hdr_len)]
+    }
+
+    /// Header bytes, writable in place by a change that patches every checksum it touches
+    /// incrementally (RFC 1624), such as a router's TTL decrement: checksums that held still
+    /// hold, so what was known of them is kept.
+    #[inline]
+    pub fn header_mut_patching_checksums(&mut self) -> &mut [u8] {
+        &mut self.buf.hdr[..usize::from(self.hdr_len)]
+    }
+
+    /// Record that the header's checksums (IPv4 and transport) hold for the packet's bytes as
+    /// they are now: call only right after computing or verifying them.
+    #[inline]
+    pub fn mark_checksums_valid(&mut self) {
+        self.checksums_valid = true;
+    }
+
+    /// Whether the checksums are known to hold without summing the bytes again: marked with
+    /// [`Packet::mark_checksums_valid`] and unchanged since (every method that can change the
+    /// header or the payload forgets it, but [`Packet::header_mut_patching_checksums`]).
+    #[inline]
+    pub fn checksums_known_valid(&self) -> bool {
+        self.checksums_valid
     }
 
     /// Replace the header, keeping the payload. Panics past [`MAX_HEADER`].
     pub fn set_header(&mut self, header: &[u8]) {
+        self.checksums_valid = false;
         self.buf.hdr[..header.len()].copy_from_slice(header);
         self.hdr_len = header.len() as u8;
     }
@@ -124,6 +156,7 @@ impl Packet {
         if n + old > MAX_HEADER {
             return false;
         }
+        self.checksums_valid = false;
         self.buf.hdr.copy_within(..old, n);
         self.buf.hdr[..n].copy_from_slice(outer);
         self.hdr_len = (n + old) as u8;
@@ -135,6 +168,7 @@ impl Packet {
     pub fn strip_header_front(&mut self, n: usize) {
         let old = self.header_len();
         let n = n.min(old);
+        self.checksums_valid = false;
         self.buf.hdr.copy_within(n..old, 0);
         self.hdr_len = (old - n) as u8;
     }
@@ -166,6 +200,7 @@ impl Packet {
     /// Make the payload real and let `fill` write it into the (cleared, pooled) vector: no copy
     /// through a temporary. Panics if `fill` writes more than [`MAX_PAYLOAD`] bytes.
     pub fn fill_payload(&mut self, fill: impl FnOnce(&mut Vec<u8>)) {
+        self.checksums_valid = false;
         let v = &mut self.buf.payload;
         v.clear();
         fill(v);
@@ -176,6 +211,7 @@ impl Packet {
 
     /// Make the payload virtual again, keeping its length (drops the bytes).
     pub fn make_virtual(&mut self) {
+        self.checksums_valid = false;
         self.buf.payload.clear();
         self.real = false;
     }
@@ -496,6 +532,39 @@ mod tests {
         assert_eq!(b.header()[0], 0x45);
         assert_eq!(c.header()[0], 0x46);
         assert_eq!(std::mem::size_of::<Packet>(), 32);
+    }
+
+    /// What is known of the checksums survives only what keeps them: a clone, a router's
+    /// patched TTL; every other change to header or payload forgets it.
+    #[test]
+    fn checksum_knowledge_is_forgotten_by_every_change_but_a_patch() {
+        let fresh = || {
+            let mut p = Packet::try_with_payload(&[0x45; 40], b"data").expect("fits");
+            assert!(!p.checksums_known_valid(), "nobody vouched yet");
+            p.mark_checksums_valid();
+            assert!(p.checksums_known_valid());
+            p
+        };
+        let mut p = fresh();
+        p.header_mut_patching_checksums()[8] -= 1;
+        assert!(p.checksums_known_valid() && p.clone().checksums_known_valid());
+        type Change = (&'static str, fn(&mut Packet));
+        let changes: [Change; 7] = [
+            ("header_mut", |p| p.header_mut()[0] = 0x46),
+            ("set_header", |p| p.set_header(&[0x45; 20])),
+            ("prepend_header", |p| assert!(p.prepend_header(&[0x45; 20]))),
+            ("strip_header_front", |p| p.strip_header_front(20)),
+            ("set_payload", |p| p.set_payload(b"other")),
+            ("fill_payload", |p| p.fill_payload(|v| v.push(1))),
+            ("make_virtual", |p| p.make_virtual()),
+        ];
+        for (name, change) in changes {
+            let mut p = fresh();
+            change(&mut p);
+            assert!(!p.checksums_known_valid(), "{name} kept it");
+        }
+        assert!(!Packet::new(&[0x45; 20], 0).checksums_known_valid());
+        assert!(!Packet::build(0, |_| 20).checksums_known_valid());
     }
 
     #[test]

@@ -309,7 +309,7 @@ fn wire_segments(seq: u32, sizes: &[usize], last_flags: u8) -> Vec<Vec<u8>> {
 fn coalesce(segs: &[Vec<u8>]) -> (VirtioNetHdr, Vec<u8>, u32, u64) {
     let mut c = Coalescer::default();
     for s in segs {
-        assert!(c.push(s, &[]));
+        assert!(c.push(s, &[], false));
     }
     let b = c.take().expect("segments held");
     let (h, p) = VirtioNetHdr::parse(b.bytes).expect("header");
@@ -340,14 +340,14 @@ fn coalesced_segments_make_a_super_packet_the_kernel_accepts() {
     // Pushed as headers and payload apart (as the engine does), the same super-packet.
     let mut c = Coalescer::default();
     for seg in &segs {
-        assert!(c.push(&seg[..52], &seg[52..]));
+        assert!(c.push(&seg[..52], &seg[52..], false));
     }
     assert_eq!(
         c.take().map(|b| b.bytes[VNET_HDR_LEN..].to_vec()),
         Some(p.clone())
     );
     // Payload on both sides of the split: refused, not mis-joined.
-    assert!(!Coalescer::default().push(&segs[0][..60], &segs[0][60..]));
+    assert!(!Coalescer::default().push(&segs[0][..60], &segs[0][60..], false));
     // Cut again, it gives back the very segments.
     let mut again = p.clone();
     let back = collect(&h, &mut again).expect("valid");
@@ -378,8 +378,8 @@ fn coalescer_refuses_what_does_not_continue() {
     let segs = wire_segments(1000, &[100, 100, 100], TCP_ACK);
     let refused = |first: &[u8], next: &[u8]| {
         let mut c = Coalescer::default();
-        assert!(c.push(first, &[]));
-        !c.push(next, &[])
+        assert!(c.push(first, &[], false));
+        !c.push(next, &[], false)
     };
     assert!(!refused(&segs[0], &segs[1]));
     // A gap in sequence space.
@@ -409,17 +409,17 @@ fn coalescer_refuses_what_does_not_continue() {
     // After a short, PSH or FIN segment nothing may join.
     let short = wire_segments(1000, &[100, 50, 50], TCP_ACK);
     let mut c = Coalescer::default();
-    assert!(c.push(&short[0], &[]) && c.push(&short[1], &[]));
-    assert!(!c.push(&short[2], &[]));
+    assert!(c.push(&short[0], &[], false) && c.push(&short[1], &[], false));
+    assert!(!c.push(&short[2], &[], false));
     let psh = wire_segments(1000, &[100, 100, 100], TCP_ACK);
     let mut second = psh[1].clone();
     second[33] |= TCP_PSH;
     let mut c = Coalescer::default();
-    assert!(c.push(&psh[0], &[]) && c.push(&with_checksums(second), &[]));
-    assert!(!c.push(&psh[2], &[]));
+    assert!(c.push(&psh[0], &[], false) && c.push(&with_checksums(second), &[], false));
+    assert!(!c.push(&psh[2], &[], false));
     // Not data segments, or flags a super-packet cannot spread.
     let pure_ack = with_checksums(tcp_packet(1, TCP_ACK, &[]));
-    assert!(!Coalescer::default().push(&pure_ack, &[]));
+    assert!(!Coalescer::default().push(&pure_ack, &[], false));
     for f in [
         TCP_SYN | TCP_ACK,
         TCP_RST | TCP_ACK,
@@ -428,12 +428,39 @@ fn coalescer_refuses_what_does_not_continue() {
         0,
     ] {
         let p = with_checksums(tcp_packet(1, f, &[1, 2, 3]));
-        assert!(!Coalescer::default().push(&p, &[]), "flags {f:#x}");
+        assert!(!Coalescer::default().push(&p, &[], false), "flags {f:#x}");
     }
     let mut frag = segs[0].clone();
     frag[6] = 0x20;
-    assert!(!Coalescer::default().push(&with_checksums(frag), &[]));
-    assert!(!Coalescer::default().push(&segs[0][..30], &[]));
+    assert!(!Coalescer::default().push(&with_checksums(frag), &[], false));
+    assert!(!Coalescer::default().push(&segs[0][..30], &[], false));
+}
+
+/// Known checksums spare only the sum: a segment whose sum no longer holds joins when the
+/// caller vouches for it (it is the caller's promise), but every header rule still applies.
+#[test]
+fn known_checksums_skip_the_sum_and_nothing_else() {
+    let segs = wire_segments(1000, &[100, 100, 100], TCP_ACK);
+    let mut corrupt = segs[1].clone();
+    corrupt[60] ^= 0xff;
+    let mut c = Coalescer::default();
+    assert!(c.push(&segs[0], &[], true));
+    assert!(
+        !c.push(&corrupt, &[], false),
+        "not vouched for: summed, refused"
+    );
+    assert!(c.push(&corrupt, &[], true), "vouched for: not summed");
+    let joined = c.take().expect("two segments");
+    assert_eq!(joined.segments, 2);
+    // A gap, another flow, a pure ACK: refused whatever the caller knows.
+    let mut c = Coalescer::default();
+    assert!(c.push(&segs[0], &[], true));
+    assert!(!c.push(&segs[2], &[], true), "gap");
+    let mut other = segs[1].clone();
+    other[20] ^= 1; // source port
+    assert!(!c.push(&with_checksums(other), &[], true), "another flow");
+    let pure_ack = with_checksums(tcp_packet(1, TCP_ACK, &[]));
+    assert!(!Coalescer::default().push(&pure_ack, &[], true));
 }
 
 #[test]
@@ -443,9 +470,9 @@ fn coalescer_stops_at_the_ipv4_limit_and_the_segment_cap() {
     let segs = wire_segments(0, &sizes, TCP_ACK);
     let mut c = Coalescer::default();
     for s in &segs[..45] {
-        assert!(c.push(s, &[]));
+        assert!(c.push(s, &[], false));
     }
-    assert!(!c.push(&segs[45], &[]));
+    assert!(!c.push(&segs[45], &[], false));
     assert_eq!(
         c.take().map(|b| (b.segments, b.bytes.len())),
         Some((45, 10 + 65_212))
@@ -454,9 +481,9 @@ fn coalescer_stops_at_the_ipv4_limit_and_the_segment_cap() {
     let segs = wire_segments(0, &[10; 65], TCP_ACK);
     let mut c = Coalescer::default();
     for s in &segs[..64] {
-        assert!(c.push(s, &[]));
+        assert!(c.push(s, &[], false));
     }
-    assert!(!c.push(&segs[64], &[]));
+    assert!(!c.push(&segs[64], &[], false));
     let b = c.take().expect("held");
     assert_eq!((b.segments, b.wire_bytes), (64, 64 * 62));
 }
@@ -481,10 +508,10 @@ fn coalescer_fills_a_super_packet_to_exactly_the_ipv4_limit() {
         let segs = wire_segments(7, &sizes, TCP_ACK);
         let mut c = Coalescer::default();
         for s in &segs[..45] {
-            assert!(c.push(s, &[]));
+            assert!(c.push(s, &[], false));
         }
         assert_eq!(
-            c.push(&segs[45], &[]),
+            c.push(&segs[45], &[], false),
             joins,
             "last segment of {last} bytes"
         );

@@ -157,7 +157,9 @@ pub(crate) fn decrement_ttl(h: &mut [u8]) -> bool {
 
 impl Node for Router {
     fn handle_packet(&mut self, now: Instant, port: PortId, mut pkt: Packet) {
-        let h = pkt.header_mut();
+        // The TTL decrement below patches the header checksum (RFC 1624); nothing else is
+        // written.
+        let h = pkt.header_mut_patching_checksums();
         if h.len() < 20 || h[0] >> 4 != 4 {
             self.stats.malformed += 1;
             self.drops.push(Dropped::of(&pkt, DropReason::Malformed));
