@@ -17,7 +17,8 @@
 #   sudo bash bench/emu/run.sh [RUNS] [MODES] [TESTS]
 #   e.g. SATPEP_MAIN=/tmp/satpep-main sudo -E bash bench/emu/run.sh 3 "bare plain offload" "tcp1 tcp4 udp"
 #
-# EMU_FLAGS: more `satpep emu` flags for the plain and offload modes (e.g. "--rt-priority 50",
+# SCENARIO: the path for the satpep modes (default bench/emu/fast.toml; bench/emu/trunk.toml
+# models a 2.5 Gb/s forward link). EMU_FLAGS: more `satpep emu` flags for the plain and offload modes (e.g. "--rt-priority 50",
 # "--spin 20us", "--no-realtime"). KEEP=DIR: keep every summary.json there. TCP_RATE: pace
 # each TCP stream (iperf3 -b, e.g. 1G). PIN=1: satpep on CPU 0, the hosts' programs on CPU 1.
 #
@@ -28,6 +29,9 @@ RUNS=${1:-2}
 MODES=${2:-"bare bare-gso main plain offload"}
 TESTS=${3:-"tcp1 tcp4 udp"}
 SATPEP=${SATPEP:-target/release/satpep}
+# The path (satpep modes only): fast.toml's 10 Gb/s links are never the bottleneck, so TCP
+# fills whatever is slowest, the emulator included; trunk.toml's 2.5 Gb/s forward link is.
+SCENARIO=${SCENARIO:-bench/emu/fast.toml}
 SECS=${SECS:-10}   # measured seconds, after OMIT seconds of ramp-up
 OMIT=${OMIT:-5}
 UDP_RATE=${UDP_RATE:-2G}
@@ -121,7 +125,7 @@ run_emu() { # $1 binary, $2 extra flags → prints "gbps retx p50 p99 max wake_p
 		pin_emu="taskset -c 0"
 		pin_host="taskset -c 1"
 	fi
-	$pin_emu "$1" emu bench/emu/fast.toml --out "$out" --quiet $2 --server-on term --client-on gw \
+	$pin_emu "$1" emu "$SCENARIO" --out "$out" --quiet $2 --server-on term --client-on gw \
 		--server "$(sysctls "$T"); exec $pin_host iperf3 -s -1" \
 		--client "$(sysctls "$T"); exec $pin_host iperf3 -c {server} $(client_args "$T")" >/dev/null 2>&1 || true
 	local r
