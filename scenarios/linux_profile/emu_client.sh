@@ -7,6 +7,13 @@
 set -u
 srv=$1 cc=$2 secs=$3 x=$4
 here=$(dirname "$0")
+# The namespace's default congestion control becomes CC before any socket exists. iperf3 sets
+# TCP_CONGESTION only after connect(), so its data socket first runs the default (BBR on this
+# machine), whose init turns on Linux's internal pacing (sk_pacing_status = SK_PACING_NEEDED),
+# and pacing stays on after the switch: the "reno" measured would be Reno paced at
+# tcp_pacing_ca_ratio (120 %) x cwnd / SRTT, which no Reno host without fq or BBR does.
+sysctl -qw net.ipv4.tcp_congestion_control="$cc" ||
+    echo "emu_client.sh: cannot make $cc the namespace's default (tcp_allowed_congestion_control?)" >&2
 {
     echo "# uname -r: $(uname -r)"
     echo "# namespace: $(ip netns identify $$ 2>/dev/null)"

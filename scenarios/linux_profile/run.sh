@@ -74,6 +74,19 @@ for i in $(seq 1 "$sim_runs"); do
         fi
     done
 done
+# Each sender namespace makes the tested cc its default before iperf3 starts (emu_client.sh):
+# iperf3 picks its cc only after connect(), and a socket that started under BBR keeps BBR's
+# pacing. A namespace may only choose among tcp_allowed_congestion_control, which only the
+# initial namespace sets: add the cases' cc to it for the run, and put it back afterwards.
+allowed_before=$(sysctl -n net.ipv4.tcp_allowed_congestion_control)
+allowed=$allowed_before
+for k in "${emu_cases[@]}"; do
+    case " $allowed " in *" ${k%%:*} "*) ;; *) allowed="$allowed ${k%%:*}" ;; esac
+done
+if [ "$allowed" != "$allowed_before" ]; then
+    trap 'sysctl -qw net.ipv4.tcp_allowed_congestion_control="$allowed_before"' EXIT
+    sysctl -qw net.ipv4.tcp_allowed_congestion_control="$allowed"
+fi
 # The emulator: rounds of one run per case, each round after the machine is quiet.
 for i in $(seq 1 "$runs"); do
     round_checked=0
