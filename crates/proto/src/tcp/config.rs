@@ -336,6 +336,14 @@ tcp_config! {
     /// marks what the window still holds back. Default: false; `linux`: true
     /// (`tcp_recovery = 1`, `tcp_rack_mark_lost`).
     rack: bool,
+    /// With `rack`: when an ACK ends a recovery while a segment deemed lost is still
+    /// unacknowledged, resent or not, a new recovery begins at once and reduces ssthresh again
+    /// (Linux: `tcp_try_undo_recovery` returns to Open, then `tcp_time_to_recover` sees
+    /// `lost_out`, which counts lost segments whether retransmitted or not). Off, only a lost
+    /// segment not yet resent starts one: a loss sent after the recovery began and repaired
+    /// within it costs no second reduction (RFC 6675 §5: one reduction per recovery).
+    /// Default: false; `linux`: true.
+    lost_out_reentry: bool,
     /// Tail loss probe (RFC 8985 §7): with SACK and nothing SACKed outside recovery, a probe
     /// timer of 2·SRTT (+ 200 ms with one segment in flight) sends one new segment, or the
     /// last one again, so that a tail loss is repaired by SACK recovery instead of a
@@ -393,6 +401,7 @@ impl TcpConfig {
             nextseg_rescue: true,
             prr: false,
             rack: false,
+            lost_out_reentry: false,
             tlp: false,
             frto: false,
         };
@@ -417,6 +426,7 @@ impl TcpConfig {
                 nextseg_rescue: false,
                 prr: true,
                 rack: true,
+                lost_out_reentry: true,
                 tlp: true,
                 frto: true,
                 ..rfc

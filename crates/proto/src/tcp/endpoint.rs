@@ -1147,8 +1147,21 @@ impl TcpEndpoint {
 
     /// Enter recovery for the segments RACK deemed lost, if any is still to be resent; if the
     /// recovery point holds it back, remember to try again.
-    fn rack_start_recovery(&mut self, now: Instant) {
-        self.rack.deferred = self.rack_next_lost().is_some() && !self.enter_fast_recovery(now);
+    /// `ended`: this ACK just ended a recovery (`lost_out_reentry` then counts resent losses).
+    fn rack_start_recovery(&mut self, now: Instant, ended: bool) {
+        let lost = self.rack_next_lost().is_some()
+            || (ended && self.config.lost_out_reentry && self.rack_lost_outstanding());
+        self.rack.deferred = lost && !self.enter_fast_recovery(now);
+    }
+
+    /// Whether a segment RACK deemed lost still has unacknowledged, unSACKed bytes, resent or
+    /// not (Linux `lost_out > 0`).
+    fn rack_lost_outstanding(&self) -> bool {
+        let first = self.sent_log.partition_point(|s| s.end <= self.snd_una);
+        self.sent_log.range(first..).any(|s| {
+            let from = s.start.max(self.snd_una);
+            s.lost && self.scoreboard.covered(from, s.end) < s.end - from
+        })
     }
 
     /// The first segment RACK deemed lost and not resent since: (first unSACKed byte, end).
@@ -1191,7 +1204,7 @@ impl TcpEndpoint {
             return;
         }
         if self.rack_detect_loss_and_arm_timer(now) && self.recovery.is_none() {
-            self.rack_start_recovery(now);
+            self.rack_start_recovery(now, false);
         }
         if !self.xmit_timer_armed() {
             self.set_timer(Timer::Rto, now + self.rtt.rto());
@@ -1822,9 +1835,10 @@ impl TcpEndpoint {
         if self.rack_on() {
             rack_lost = self.rack_detect_loss_and_arm_timer(now);
             // Segments deemed lost and not resent also start a recovery once the last one
-            // ended (Linux `tcp_time_to_recover`: `lost_out`).
+            // ended (Linux `tcp_time_to_recover`: `lost_out`); with `lost_out_reentry`, resent
+            // ones too.
             if self.recovery.is_none() && (rack_lost || self.rack.deferred || recovery_before) {
-                self.rack_start_recovery(now);
+                self.rack_start_recovery(now, recovery_before);
             }
         }
         if self.snd_una > una_before {
@@ -2934,12 +2948,12 @@ mod rack_tests {
         ep.recover_by_rto = true;
         ep.last_recover = 2001;
         ep.sent_log[2].lost = true;
-        ep.rack_start_recovery(Instant(MS));
+        ep.rack_start_recovery(Instant(MS), false);
         assert!(ep.recovery.is_none() && ep.rack.deferred);
         ep.snd_una = 2001;
         ep.sent_log.pop_front();
         ep.sent_log.pop_front();
-        ep.rack_start_recovery(Instant(MS));
+        ep.rack_start_recovery(Instant(MS), false);
         assert!(!ep.rack.deferred);
         assert_eq!(ep.recovery.map(|r| r.recover), Some(4001));
         assert_eq!(ep.rtx_now, Some(2001));
@@ -2954,8 +2968,52 @@ mod rack_tests {
         assert_eq!(ep.rack_next_lost(), None);
         // Nothing left to resend: no recovery, nothing deferred.
         let mut ep = sender(&[0, 0]);
-        ep.rack_start_recovery(Instant(MS));
+        ep.rack_start_recovery(Instant(MS), false);
         assert!(ep.recovery.is_none() && !ep.rack.deferred);
+    }
+
+    /// `lost_out_reentry` (Linux `tcp_time_to_recover` on `lost_out`): a lost segment already
+    /// resent when an ACK ends the recovery starts another at once, which reduces ssthresh
+    /// again and resends nothing; off, or not at the end of a recovery, or once that segment is
+    /// SACKed, nothing starts.
+    #[test]
+    fn a_resent_loss_left_when_recovery_ends_starts_another_with_lost_out_reentry() {
+        let resent_loss = |reentry: bool| {
+            let mut ep = sender(&[0, 0, 0, 0]);
+            ep.config.lost_out_reentry = reentry;
+            ep.win.cwnd = 8000;
+            ep.win.ssthresh = 8000;
+            ep.sent_log[2].lost = true;
+            ep.sent_log[2].rtx_out = true;
+            ep
+        };
+        let mut ep = resent_loss(true);
+        assert_eq!(ep.rack_next_lost(), None, "nothing left to resend");
+        ep.rack_start_recovery(Instant(MS), true);
+        assert_eq!(ep.recovery.map(|r| r.recover), Some(4001));
+        assert_eq!(ep.stats.fast_retransmits, 1);
+        assert_eq!(ep.rtx_now, None, "the loss is already resent");
+        assert!(ep.win.ssthresh < 8000, "ssthresh {}", ep.win.ssthresh);
+        assert!(!ep.rack.deferred);
+        let mut off = resent_loss(false);
+        off.rack_start_recovery(Instant(MS), true);
+        assert!(off.recovery.is_none() && !off.rack.deferred);
+        assert_eq!((off.stats.fast_retransmits, off.win.ssthresh), (0, 8000));
+        let mut mid = resent_loss(true);
+        mid.rack_start_recovery(Instant(MS), false);
+        assert!(mid.recovery.is_none(), "only the ACK that ends a recovery");
+        let mut sacked = resent_loss(true);
+        sacked.scoreboard.insert(2001, 3001);
+        sacked.rack_start_recovery(Instant(MS), true);
+        assert!(sacked.recovery.is_none(), "its bytes arrived after all");
+        let mut part = resent_loss(true);
+        part.scoreboard.insert(2001, 2501);
+        part.rack_start_recovery(Instant(MS), true);
+        assert!(part.recovery.is_some(), "half of it is still missing");
+        let mut acked = resent_loss(true);
+        acked.snd_una = 3001;
+        acked.rack_start_recovery(Instant(MS), true);
+        assert!(acked.recovery.is_none(), "cumulatively acknowledged");
     }
 
     /// The reordering timer in recovery (reo_wnd 0): it marks the segment that was still
