@@ -3016,6 +3016,29 @@ mod rack_tests {
         assert!(acked.recovery.is_none(), "cumulatively acknowledged");
     }
 
+    /// A recovery held back after a timeout (losses marked below the recovery point) starts on
+    /// the first ACK that passes that point, even when the ACK marks nothing new and ends no
+    /// recovery: the deferral alone is enough (`process_ack`).
+    #[test]
+    fn a_deferred_recovery_starts_on_the_ack_that_passes_the_recovery_point() {
+        let mut ep = sender(&[0, 0, 0, 0]);
+        ep.recover_by_rto = true;
+        ep.last_recover = 2001;
+        ep.sent_log[2].lost = true;
+        ep.rack_start_recovery(Instant(MS), false);
+        assert!(ep.recovery.is_none() && ep.rack.deferred);
+        let ack = ep.seq_of(2001);
+        let seg = TcpRepr {
+            ack: Some(ack),
+            window: u16::MAX,
+            ..TcpRepr::default()
+        };
+        ep.process_ack(Instant(2 * MS), &seg, ack);
+        assert_eq!(ep.snd_una, 2001);
+        assert_eq!(ep.recovery.map(|r| r.recover), Some(4001));
+        assert_eq!((ep.rtx_now, ep.rack.deferred), (Some(2001), false));
+    }
+
     /// The reordering timer in recovery (reo_wnd 0): it marks the segment that was still
     /// inside RACK.rtt, starts no second recovery, and hands over to the retransmission timer.
     #[test]
