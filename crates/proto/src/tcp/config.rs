@@ -136,6 +136,21 @@ pub enum SackRecovery {
     Ns2,
 }
 
+/// Whose arithmetic CUBIC uses (`cc = "cubic"` only).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CubicVariant {
+    /// RFC 9438 in real numbers: target W(t + SRTT), the Reno-friendly window sets cwnd and its
+    /// α rises to 1 above W_max.
+    #[default]
+    #[serde(rename = "rfc9438")]
+    Rfc9438,
+    /// Linux's `tcp_cubic.c`: whole segments and jiffies, `cnt = cwnd / (target − cwnd)`
+    /// truncated and at least 2, target W(t + min RTT), α ≈ 0.53 throughout, and a timeout
+    /// forgets W_max (`bictcp_reset`). [`crate::tcp::cc::LinuxCubic`] lists every difference.
+    Linux,
+}
+
 /// How slow start may end before a loss (RFC 9438 §4.10 leaves the choice to the stack).
 #[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -300,6 +315,9 @@ tcp_config! {
     /// Slow-start exit before a loss. Default: `"off"` (RFC 5681; RFC 9406 is optional and the
     /// reproduced papers predate it); `linux`: `"linux"` (CUBIC's HyStart, `tcp_cubic.c`).
     hystart: Hystart,
+    /// CUBIC's arithmetic. Default: `"rfc9438"`; `linux`: `"linux"` (`tcp_cubic.c`'s integer
+    /// `bictcp_update`, with a timeout forgetting W_max).
+    cubic_variant: CubicVariant,
     /// RTT samples from SACKed data: an ACK that does not yield a sample from cumulatively
     /// acknowledged data takes one from the first newly SACKed segment never retransmitted
     /// (Linux `tcp_sacktag_one` / `tcp_clean_rtx_queue`: `sack_rtt_us`, used by
@@ -395,6 +413,7 @@ impl TcpConfig {
             reno_recover_check: false,
             recover_inclusive: false,
             hystart: Hystart::Off,
+            cubic_variant: CubicVariant::Rfc9438,
             sack_rtt: false,
             sack_recovery: SackRecovery::Rfc6675,
             nextseg_rule3: true,
@@ -421,6 +440,7 @@ impl TcpConfig {
                 full_ack_cwnd: FullAckCwnd::Ssthresh,
                 reno_recover_check: true,
                 hystart: Hystart::Linux,
+                cubic_variant: CubicVariant::Linux,
                 sack_rtt: true,
                 nextseg_rule3: false,
                 nextseg_rescue: false,

@@ -309,7 +309,12 @@ impl TcpEndpoint {
             0
         };
         Self {
-            cc: AnyCc::new(config.cc, config.ca_byte_counting, config.hystart),
+            cc: AnyCc::new(
+                config.cc,
+                config.ca_byte_counting,
+                config.hystart,
+                config.cubic_variant,
+            ),
             hystart_pp: (config.hystart == Hystart::Rfc9406).then(HystartPlusPlus::default),
             sent_log: VecDeque::new(),
             rack: Rack::default(),

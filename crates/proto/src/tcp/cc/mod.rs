@@ -4,14 +4,16 @@
 //! controller only decides how cwnd grows on ACKs and what ssthresh becomes on a congestion event.
 
 mod cubic;
+mod cubic_linux;
 pub(crate) mod hystart;
 mod reno;
 
 pub use cubic::Cubic;
+pub use cubic_linux::LinuxCubic;
 pub use hystart::{HystartPlusPlus, LinuxHystart};
 pub use reno::Reno;
 
-use super::config::{CcAlgorithm, Hystart};
+use super::config::{CcAlgorithm, CubicVariant, Hystart};
 use crate::time::{Duration, Instant};
 
 /// The window state a controller reads and changes, in bytes.
@@ -68,16 +70,28 @@ pub enum AnyCc {
     Reno(Reno),
     /// RFC 9438.
     Cubic(Cubic),
+    /// CUBIC in Linux's arithmetic (`tcp_cubic.c`).
+    LinuxCubic(LinuxCubic),
 }
 
 impl AnyCc {
     /// A controller for `algo`; `ca_byte_counting`: Reno counts bytes acknowledged, not ACKs,
     /// in congestion avoidance (CUBIC always counts segments acknowledged); `hystart =
-    /// Linux` gives CUBIC Linux's HyStart (other values are not the controller's business).
-    pub fn new(algo: CcAlgorithm, ca_byte_counting: bool, hystart: Hystart) -> Self {
-        match algo {
-            CcAlgorithm::Reno => Self::Reno(Reno::new(ca_byte_counting)),
-            CcAlgorithm::Cubic => Self::Cubic(Cubic::new(hystart == Hystart::Linux)),
+    /// Linux` gives CUBIC Linux's HyStart (other values are not the controller's business);
+    /// `cubic` picks RFC 9438's CUBIC or Linux's.
+    pub fn new(
+        algo: CcAlgorithm,
+        ca_byte_counting: bool,
+        hystart: Hystart,
+        cubic: CubicVariant,
+    ) -> Self {
+        let linux_hystart = hystart == Hystart::Linux;
+        match (algo, cubic) {
+            (CcAlgorithm::Reno, _) => Self::Reno(Reno::new(ca_byte_counting)),
+            (CcAlgorithm::Cubic, CubicVariant::Rfc9438) => Self::Cubic(Cubic::new(linux_hystart)),
+            (CcAlgorithm::Cubic, CubicVariant::Linux) => {
+                Self::LinuxCubic(LinuxCubic::new(linux_hystart))
+            }
         }
     }
 }
@@ -87,30 +101,35 @@ impl CongestionControl for AnyCc {
         match self {
             Self::Reno(c) => c.on_ack(now, acked, w, srtt),
             Self::Cubic(c) => c.on_ack(now, acked, w, srtt),
+            Self::LinuxCubic(c) => c.on_ack(now, acked, w, srtt),
         }
     }
     fn on_congestion(&mut self, now: Instant, flight: u64, w: &mut Window) {
         match self {
             Self::Reno(c) => c.on_congestion(now, flight, w),
             Self::Cubic(c) => c.on_congestion(now, flight, w),
+            Self::LinuxCubic(c) => c.on_congestion(now, flight, w),
         }
     }
     fn on_rto(&mut self, now: Instant, flight: u64, w: &mut Window) {
         match self {
             Self::Reno(c) => c.on_rto(now, flight, w),
             Self::Cubic(c) => c.on_rto(now, flight, w),
+            Self::LinuxCubic(c) => c.on_rto(now, flight, w),
         }
     }
     fn on_rtt_sample(&mut self, now: Instant, rtt: Duration, round: Round, w: &mut Window) {
         match self {
             Self::Reno(c) => c.on_rtt_sample(now, rtt, round, w),
             Self::Cubic(c) => c.on_rtt_sample(now, rtt, round, w),
+            Self::LinuxCubic(c) => c.on_rtt_sample(now, rtt, round, w),
         }
     }
     fn on_rto_round(&mut self, now: Instant, snd_nxt: u64) {
         match self {
             Self::Reno(c) => c.on_rto_round(now, snd_nxt),
             Self::Cubic(c) => c.on_rto_round(now, snd_nxt),
+            Self::LinuxCubic(c) => c.on_rto_round(now, snd_nxt),
         }
     }
 }
@@ -120,6 +139,7 @@ impl AnyCc {
     pub fn hystart_detections(&self) -> (u32, u32) {
         match self {
             Self::Cubic(c) => c.hystart_detections(),
+            Self::LinuxCubic(c) => c.hystart_detections(),
             Self::Reno(_) => (0, 0),
         }
     }
