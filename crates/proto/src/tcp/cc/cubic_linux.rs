@@ -47,7 +47,12 @@ fn usecs_to_jiffies(us: u64) -> u64 {
 
 /// ⌊∛a⌋, exactly.
 fn cube_root(a: u64) -> u64 {
-    let mut x = (a as f64).cbrt() as u64;
+    // `f64::cbrt`'s precision is platform-dependent: correct the estimate both ways.
+    floor_cube_root_from(a, (a as f64).cbrt() as u64)
+}
+
+/// ⌊∛a⌋ from an estimate `x` that may be off either way.
+fn floor_cube_root_from(a: u64, mut x: u64) -> u64 {
     while x > 0 && x.checked_pow(3).is_none_or(|c| c > a) {
         x -= 1;
     }
@@ -309,22 +314,37 @@ mod tests {
         assert_eq!(cube_root(27), 3);
         assert_eq!(cube_root(26), 2);
         assert_eq!(cube_root(u64::MAX), 2_642_245);
-        // Large cubes and their neighbours, where the f64 estimate is off by one either way.
-        let (mut over, mut under) = (0, 0);
+        // Large cubes and their neighbours. Here (glibc's cbrt) the f64 estimate is one too
+        // high for every c − 1 whose f64 rounds up to c, and never too low.
+        let mut over = 0;
         for x in (2_600_000..=2_642_245).rev().step_by(7) {
             let c: u64 = x * x * x;
             for a in [c - 1, c, c + 1] {
                 let est = (a as f64).cbrt() as u64;
-                over += u32::from(est.pow(3) > a);
-                under += u32::from((est + 1).pow(3) <= a);
+                // Checked: (2 642 245 + 1)³ is past u64::MAX.
+                over += u32::from(est.checked_pow(3).is_none_or(|e| e > a));
                 let want = if a < c { x - 1 } else { x };
                 assert_eq!(cube_root(a), want, "∛{a}");
             }
         }
-        assert!(
-            over > 0 && under > 0,
-            "estimate over {over}, under {under} times"
-        );
+        assert!(over > 0, "the estimate was never too high");
+        // Estimates off either way, by more than one, are corrected.
+        for (a, est) in [
+            (26, 5),
+            (27, 0),
+            (27, 2),
+            (28, 9),
+            (u64::MAX, 2_642_240),
+            (u64::MAX, 2_700_000),
+        ] {
+            assert_eq!(
+                floor_cube_root_from(a, est),
+                cube_root(a),
+                "∛{a} from {est}"
+            );
+        }
+        assert_eq!(floor_cube_root_from(64, 1), 4);
+        assert_eq!(floor_cube_root_from(63, 7), 3);
     }
 
     #[test]
