@@ -27,6 +27,9 @@ pub struct Cubic {
     w_est: f64,
     /// cwnd at the start of the epoch (segments).
     cwnd_epoch: f64,
+    /// A timeout came since the last epoch began: the next one starts from its own window
+    /// (§4.8: K = 0, W_max = cwnd at the start of congestion avoidance).
+    after_timeout: bool,
     /// Linux's HyStart, when configured.
     hystart: Option<LinuxHystart>,
 }
@@ -78,7 +81,7 @@ impl CongestionControl for Cubic {
             // §4.2: a new epoch starts at the first ACK in congestion avoidance.
             self.cwnd_epoch = cwnd;
             self.w_est = cwnd;
-            if self.w_max < cwnd {
+            if self.w_max < cwnd || std::mem::take(&mut self.after_timeout) {
                 self.w_max = cwnd;
             }
             self.k = ((self.w_max - cwnd).max(0.0) / C).cbrt();
@@ -106,6 +109,9 @@ impl CongestionControl for Cubic {
     }
 
     fn on_congestion(&mut self, _now: Instant, _flight: u64, w: &mut Window) {
+        // A fast retransmit after the timeout (in its slow start) makes the next epoch an
+        // ordinary one again: §4.8 is about the first congestion avoidance after a timeout.
+        self.after_timeout = false;
         self.reduce(w);
         w.cwnd = w.ssthresh;
     }
@@ -130,6 +136,7 @@ impl CongestionControl for Cubic {
     }
 
     fn on_rto_round(&mut self, now: Instant, snd_nxt: u64) {
+        self.after_timeout = true;
         if let Some(h) = self.hystart.as_mut() {
             h.on_rto(now, snd_nxt);
         }
@@ -168,6 +175,68 @@ mod tests {
         w.cwnd = 90 * mss;
         c.on_congestion(now, w.cwnd, &mut w);
         assert!((c.w_max - 90.0 * 1.7 / 2.0).abs() < 1e-9);
+    }
+
+    /// §4.8: the first congestion avoidance after a timeout runs the curve with K = 0 and W_max =
+    /// the window it starts at, so it grows at once (convex) instead of creeping up to the old
+    /// W_max; a fast retransmit keeps W_max.
+    #[test]
+    fn after_a_timeout_the_epoch_starts_from_its_own_window() {
+        let mss = 1000;
+        for timeout in [false, true] {
+            let mut w = Window {
+                cwnd: 100 * mss,
+                ssthresh: u64::MAX,
+                mss,
+                abc_limit: mss,
+            };
+            let mut c = Cubic::default();
+            c.on_congestion(Instant::ZERO, w.cwnd, &mut w);
+            if timeout {
+                c.on_rto(Instant::ZERO, w.cwnd, &mut w);
+                c.on_rto_round(Instant::ZERO, 0);
+            }
+            w.cwnd = 40 * mss;
+            w.ssthresh = w.cwnd;
+            c.on_ack(Instant(1), mss, &mut w, Some(Duration::from_millis(100)));
+            if timeout {
+                assert_eq!((c.w_max, c.k), (40.0, 0.0));
+            } else {
+                assert_eq!(c.w_max, 100.0);
+                assert!((c.k - (60.0f64 / C).cbrt()).abs() < 1e-9);
+            }
+            // The next epoch (after a fast retransmit) is an ordinary one again.
+            c.on_congestion(Instant(2), w.cwnd, &mut w);
+            w.cwnd = 20 * mss;
+            w.ssthresh = w.cwnd;
+            c.on_ack(Instant(3), mss, &mut w, Some(Duration::from_millis(100)));
+            assert!(c.k > 0.0, "timeout {timeout}");
+        }
+    }
+
+    /// A fast retransmit in the slow start that follows a timeout ends §4.8's special case: the
+    /// next epoch is an ordinary one, with K from the W_max that fast retransmit left.
+    #[test]
+    fn a_fast_retransmit_after_a_timeout_makes_the_next_epoch_ordinary() {
+        let mss = 1000;
+        let mut w = Window {
+            cwnd: 100 * mss,
+            ssthresh: u64::MAX,
+            mss,
+            abc_limit: mss,
+        };
+        let mut c = Cubic::default();
+        c.on_rto(Instant::ZERO, w.cwnd, &mut w);
+        c.on_rto_round(Instant::ZERO, 0);
+        w.cwnd = 60 * mss;
+        c.on_congestion(Instant(1), w.cwnd, &mut w);
+        // Fast convergence: 60 is below the 100 of the timeout.
+        assert_eq!(c.w_max, 51.0);
+        w.cwnd = 42 * mss;
+        w.ssthresh = w.cwnd;
+        c.on_ack(Instant(2), mss, &mut w, Some(Duration::from_millis(100)));
+        assert_eq!(c.w_max, 51.0);
+        assert!((c.k - (9.0f64 / C).cbrt()).abs() < 1e-9, "K = {}", c.k);
     }
 
     #[test]
