@@ -147,15 +147,20 @@ impl CongestionControl for Cubic {
 mod tests {
     use super::*;
 
-    #[test]
-    fn reduction_is_beta_and_window_returns_to_w_max_after_k() {
-        let mss = 1000;
-        let mut w = Window {
-            cwnd: 100 * mss,
+    /// A window of `segments` MSS-sized segments, in congestion avoidance's reach (no ssthresh).
+    fn window(segments: u64, mss: u64) -> Window {
+        Window {
+            cwnd: segments * mss,
             ssthresh: u64::MAX,
             mss,
             abc_limit: mss,
-        };
+        }
+    }
+
+    #[test]
+    fn reduction_is_beta_and_window_returns_to_w_max_after_k() {
+        let mss = 1000;
+        let mut w = window(100, mss);
         let mut c = Cubic::default();
         c.on_congestion(Instant::ZERO, w.cwnd, &mut w);
         assert_eq!(w.cwnd, 70 * mss);
@@ -175,6 +180,43 @@ mod tests {
         w.cwnd = 90 * mss;
         c.on_congestion(now, w.cwnd, &mut w);
         assert!((c.w_max - 90.0 * 1.7 / 2.0).abs() < 1e-9);
+        // A loss at exactly the previous W_max is no sign of a new flow: no fast convergence.
+        w.cwnd = 90 * mss;
+        c.on_congestion(now, w.cwnd, &mut w);
+        assert_eq!(c.w_max, 90.0);
+    }
+
+    /// Eq. 1 and §4.4/§4.5 to the byte: after a reduction from W_max = 100 segments, one ACK
+    /// 2 s into the epoch (concave, t < K) and one 6 s in (convex, t > K) each add
+    /// (W_cubic(t + RTT) − cwnd)/cwnd segments.
+    #[test]
+    fn cwnd_follows_the_cubic_curve_one_rtt_ahead() {
+        let mss = 1000;
+        let mut w = window(100, mss);
+        let mut c = Cubic::default();
+        c.on_congestion(Instant::ZERO, w.cwnd, &mut w);
+        let rtt = Duration::from_millis(100);
+        let k = 75.0f64.cbrt();
+        // The epoch starts at the first ACK; move cwnd by hand so each step is one formula.
+        c.on_ack(Instant(1_000_000_000), mss, &mut w, Some(rtt));
+        assert!((c.k - k).abs() < 1e-12);
+        for (t, cwnd) in [(2.0, 70_000u64), (6.0, 100_000)] {
+            w.cwnd = cwnd;
+            c.on_ack(
+                Instant(1_000_000_000 + (t * 1e9) as u64),
+                mss,
+                &mut w,
+                Some(rtt),
+            );
+            let seg = cwnd as f64 / 1000.0;
+            let target = 0.4 * (t + 0.1 - k).powi(3) + 100.0;
+            let want = ((seg + (target - seg) / seg) * 1000.0) as u64;
+            assert_eq!(w.cwnd, want, "t = {t}: target {target}");
+        }
+        // Far past K the target is clamped to 1.5·cwnd: half a segment per segment acknowledged.
+        w.cwnd = 100_000;
+        c.on_ack(Instant(31_000_000_000), mss, &mut w, Some(rtt));
+        assert_eq!(w.cwnd, 100_500);
     }
 
     /// §4.8: the first congestion avoidance after a timeout runs the curve with K = 0 and W_max =
@@ -184,12 +226,7 @@ mod tests {
     fn after_a_timeout_the_epoch_starts_from_its_own_window() {
         let mss = 1000;
         for timeout in [false, true] {
-            let mut w = Window {
-                cwnd: 100 * mss,
-                ssthresh: u64::MAX,
-                mss,
-                abc_limit: mss,
-            };
+            let mut w = window(100, mss);
             let mut c = Cubic::default();
             c.on_congestion(Instant::ZERO, w.cwnd, &mut w);
             if timeout {
@@ -219,12 +256,7 @@ mod tests {
     #[test]
     fn a_fast_retransmit_after_a_timeout_makes_the_next_epoch_ordinary() {
         let mss = 1000;
-        let mut w = Window {
-            cwnd: 100 * mss,
-            ssthresh: u64::MAX,
-            mss,
-            abc_limit: mss,
-        };
+        let mut w = window(100, mss);
         let mut c = Cubic::default();
         c.on_rto(Instant::ZERO, w.cwnd, &mut w);
         c.on_rto_round(Instant::ZERO, 0);
@@ -243,12 +275,7 @@ mod tests {
     fn reno_friendly_region_dominates_at_small_windows_and_short_rtt() {
         // With a tiny W_max and 10 ms RTT, cubic growth is slower than Reno's: W_est wins.
         let mss = 1000;
-        let mut w = Window {
-            cwnd: 10 * mss,
-            ssthresh: u64::MAX,
-            mss,
-            abc_limit: mss,
-        };
+        let mut w = window(10, mss);
         let mut c = Cubic::default();
         c.on_congestion(Instant::ZERO, w.cwnd, &mut w);
         let start = w.cwnd;
