@@ -289,6 +289,55 @@ mod tests {
         assert!(grown > 3.0, "grew only {grown} segments");
     }
 
+    /// Eq. 4 to the byte. At the epoch's first instant W_cubic(0) is the window itself, so
+    /// W_est sets cwnd: below W_max it gains α = 3(1 − β)/(1 + β) per window acknowledged,
+    /// at or above W_max (a first epoch, with no loss yet) α = 1 (§4.3).
+    #[test]
+    fn reno_friendly_window_grows_by_alpha_below_w_max_and_by_one_above() {
+        let mss = 1000;
+        let alpha = 3.0 * (1.0 - BETA) / (1.0 + BETA);
+        // Below W_max: after a loss at 100 segments, cwnd 70.
+        let mut w = window(100, mss);
+        let mut c = Cubic::default();
+        c.on_congestion(Instant::ZERO, w.cwnd, &mut w);
+        let mut w_est = 70.0;
+        for _ in 0..3 {
+            let seg = w.cwnd as f64 / 1000.0;
+            w_est += alpha / seg;
+            c.on_ack(Instant(5), mss, &mut w, None);
+            assert_eq!(w.cwnd, (w_est * 1000.0) as u64);
+        }
+        assert_eq!(w.cwnd, 70_022);
+        // A first epoch at 10 segments: W_max = cwnd, K = 0, α = 1.
+        let mut w = window(10, mss);
+        w.ssthresh = w.cwnd;
+        let mut c = Cubic::default();
+        c.on_ack(Instant(5), mss, &mut w, None);
+        assert_eq!((c.w_max, c.k), (10.0, 0.0));
+        assert_eq!(w.cwnd, 10_100);
+        // 1 s later the curve, now above W_est, is what sets cwnd: W_cubic(1 + RTT) = 10.5324.
+        c.on_ack(
+            Instant(1_000_000_005),
+            mss,
+            &mut w,
+            Some(Duration::from_millis(100)),
+        );
+        let target = 0.4 * 1.1f64.powi(3) + 10.0;
+        assert_eq!(w.cwnd, ((10.1 + (target - 10.1) / 10.1) * 1000.0) as u64);
+    }
+
+    /// §4.6: ssthresh is β·cwnd but never below two segments.
+    #[test]
+    fn ssthresh_is_at_least_two_segments() {
+        let mss = 1000;
+        let mut w = window(2, mss);
+        Cubic::default().on_congestion(Instant::ZERO, w.cwnd, &mut w);
+        assert_eq!((w.ssthresh, w.cwnd), (2 * mss, 2 * mss));
+        let mut w = window(3, mss);
+        Cubic::default().on_congestion(Instant::ZERO, w.cwnd, &mut w);
+        assert_eq!(w.ssthresh, 2_100);
+    }
+
     /// `cubictcp_acked` drops RTT samples for 1 s after a congestion-avoidance epoch began; a
     /// timeout (`on_rto_round`) lets HyStart detect again. RTT 10 ms, no SRTT: the ACK train
     /// fires when it has lasted more than 5 ms.
