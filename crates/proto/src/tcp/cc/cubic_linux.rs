@@ -53,7 +53,8 @@ fn cube_root(a: u64) -> u64 {
 
 /// ⌊∛a⌋ from an estimate `x` that may be off either way.
 fn floor_cube_root_from(a: u64, mut x: u64) -> u64 {
-    while x > 0 && x.checked_pow(3).is_none_or(|c| c > a) {
+    // 0³ ≤ a, so this loop ends before x could wrap.
+    while x.checked_pow(3).is_none_or(|c| c > a) {
         x -= 1;
     }
     while (x + 1).checked_pow(3).is_some_and(|c| c <= a) {
