@@ -362,6 +362,10 @@ mod tests {
         w.cwnd = 90 * MSS;
         c.on_congestion(at(10), 0, &mut w);
         assert_eq!((w.ssthresh / MSS, c.last_max_cwnd), (63, 76));
+        // A loss at exactly W_max is no sign of a new flow (`snd_cwnd < last_max_cwnd`).
+        w.cwnd = 76 * MSS;
+        c.on_congestion(at(15), 0, &mut w);
+        assert_eq!(c.last_max_cwnd, 76);
         // Never below two segments.
         w.cwnd = 2 * MSS;
         c.on_rto(at(20), 0, &mut w);
@@ -516,6 +520,20 @@ mod tests {
         assert_eq!(c.hystart_detections(), (0, 1));
         assert_eq!(w.ssthresh, w.cwnd);
         assert_eq!(LinuxCubic::new(false).hystart_detections(), (0, 0));
+        // A timeout resets CUBIC but keeps HyStart, re-armed: the slow start after it ends by
+        // the same test.
+        c.on_rto_round(at(1_000), 2_000_000);
+        let mut w = window(20, u64::MAX / MSS);
+        r.snd_una = 2_000_001;
+        r.snd_nxt = 3_000_000;
+        c.on_rtt_sample(at(1_100), Duration::from_millis(100), r, &mut w);
+        r.snd_una = 3_000_001;
+        r.snd_nxt = 4_000_000;
+        for i in 0..9 {
+            c.on_rtt_sample(at(1_200 + i), Duration::from_millis(130), r, &mut w);
+        }
+        assert_eq!(c.hystart_detections(), (0, 2));
+        assert_eq!(w.ssthresh, w.cwnd);
     }
 
     /// RTT samples within 1 s (250 jiffies) of an epoch's start are dropped, later ones count.
