@@ -81,7 +81,8 @@ impl CongestionControl for Cubic {
             // §4.2: a new epoch starts at the first ACK in congestion avoidance.
             self.cwnd_epoch = cwnd;
             self.w_est = cwnd;
-            if self.w_max < cwnd || std::mem::take(&mut self.after_timeout) {
+            let after_timeout = std::mem::take(&mut self.after_timeout);
+            if after_timeout || self.w_max < cwnd {
                 self.w_max = cwnd;
             }
             self.k = ((self.w_max - cwnd).max(0.0) / C).cbrt();
