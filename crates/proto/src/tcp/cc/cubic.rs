@@ -201,17 +201,18 @@ mod tests {
         // The epoch starts at the first ACK; move cwnd by hand so each step is one formula.
         c.on_ack(Instant(1_000_000_000), mss, &mut w, Some(rtt));
         assert!((c.k - k).abs() < 1e-12);
-        for (t, cwnd) in [(2.0, 70_000u64), (6.0, 100_000)] {
+        // (t, cwnd, segments acknowledged by the ACK)
+        for (t, cwnd, acked) in [(2.0, 70_000u64, 1), (6.0, 100_000, 2)] {
             w.cwnd = cwnd;
             c.on_ack(
                 Instant(1_000_000_000 + (t * 1e9) as u64),
-                mss,
+                acked * mss,
                 &mut w,
                 Some(rtt),
             );
             let seg = cwnd as f64 / 1000.0;
             let target = 0.4 * (t + 0.1 - k).powi(3) + 100.0;
-            let want = ((seg + (target - seg) / seg) * 1000.0) as u64;
+            let want = ((seg + (target - seg) / seg * acked as f64) * 1000.0) as u64;
             assert_eq!(w.cwnd, want, "t = {t}: target {target}");
         }
         // Far past K the target is clamped to 1.5·cwnd: half a segment per segment acknowledged.
@@ -309,6 +310,12 @@ mod tests {
             assert_eq!(w.cwnd, (w_est * 1000.0) as u64);
         }
         assert_eq!(w.cwnd, 70_022);
+        // An ACK for two segments counts twice.
+        let seg = w.cwnd as f64 / 1000.0;
+        w_est += alpha * 2.0 / seg;
+        c.on_ack(Instant(5), 2 * mss, &mut w, None);
+        assert_eq!(w.cwnd, (w_est * 1000.0) as u64);
+        assert_eq!(w.cwnd, 70_037);
         // A first epoch at 10 segments: W_max = cwnd, K = 0, α = 1.
         let mut w = window(10, mss);
         w.ssthresh = w.cwnd;
