@@ -217,7 +217,7 @@ pub fn run(
         // Output first: whatever the last pass produced is written before waiting.
         while let Some(pkt) = pipeline.poll_output() {
             let written = match pkt.payload() {
-                Some(payload) => tuns[0].write2(pkt.header(), payload),
+                Some(payload) => tuns[0].write_gather(&[pkt.header(), payload]),
                 None => {
                     wire.clear();
                     pkt.write_wire(&mut wire);

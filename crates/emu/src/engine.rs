@@ -218,13 +218,15 @@ impl Engine {
     }
 
     /// Run every event due by `now`, then hand what reached each host to `write(host node,
-    /// header, payload)` (the packet's two parts, for a gathering write; for an offloading
-    /// host, see [`set_vnet`](Self::set_vnet), the `virtio_net_hdr` and the packet), which returns
-    /// `Ok(false)` when the host's device cannot take the packet now (it is dropped and counted).
+    /// parts)`: one packet as the slices to write in order with one gathering write (header,
+    /// then payload; for an offloading host, see [`set_vnet`](Self::set_vnet), the
+    /// `virtio_net_hdr` and headers, then each joined segment's payload: at most
+    /// [`MAX_PARTS`]). It returns `Ok(false)` when the host's device cannot take the packet now
+    /// (it is dropped and counted).
     pub fn service(
         &mut self,
         now: Instant,
-        mut write: impl FnMut(usize, &[u8], &[u8]) -> io::Result<bool>,
+        mut write: impl FnMut(usize, &[&[u8]]) -> io::Result<bool>,
     ) -> io::Result<()> {
         self.advance(now);
         for i in 0..self.hosts.len() {
@@ -235,12 +237,12 @@ impl Engine {
             }
             while let Some(pkt) = self.sim.poll_received(h) {
                 let ok = match pkt.payload() {
-                    Some(payload) => write(h, pkt.header(), payload)?,
+                    Some(payload) => write(h, &[pkt.header(), payload])?,
                     None => {
                         // Virtual payload (a mechanism's own packet): its zeros, materialised.
                         self.wire.clear();
                         pkt.write_wire(&mut self.wire);
-                        write(h, &self.wire, &[])?
+                        write(h, &[&self.wire])?
                     }
                 };
                 if ok {
@@ -259,11 +261,19 @@ impl Engine {
     fn service_vnet(
         &mut self,
         h: usize,
-        write: &mut impl FnMut(usize, &[u8], &[u8]) -> io::Result<bool>,
+        write: &mut impl FnMut(usize, &[&[u8]]) -> io::Result<bool>,
     ) -> io::Result<()> {
         let mut wire = std::mem::take(&mut self.wire);
         while let Some(pkt) = self.sim.poll_received(h) {
-            // Header and real payload as they are; a virtual payload's zeros materialised.
+            let Err(pkt) = join(&mut self.coalescer, pkt, &mut wire) else {
+                continue;
+            };
+            flush(&mut self.coalescer, &mut self.counters, h, write)?;
+            let Err(pkt) = join(&mut self.coalescer, pkt, &mut wire) else {
+                continue;
+            };
+            // Alone, behind an all-zero header: header (or all of it) after the zeros, so
+            // that one gathering write still does.
             let (head, payload): (&[u8], &[u8]) = match pkt.payload() {
                 Some(p) => (pkt.header(), p),
                 None => {
@@ -272,21 +282,11 @@ impl Engine {
                     (&wire, &[])
                 }
             };
-            let known = pkt.checksums_known_valid();
-            if self.coalescer.push(head, payload, known) {
-                continue;
-            }
-            flush(&mut self.coalescer, &mut self.counters, h, write)?;
-            if self.coalescer.push(head, payload, known) {
-                continue;
-            }
-            // Alone, behind an all-zero header: header (or all of it) after the zeros, so
-            // that one gathering write still does.
             let single = &mut self.single;
             single.clear();
             single.extend_from_slice(&[0; VNET_HDR_LEN]);
             single.extend_from_slice(head);
-            let ok = write(h, single, payload)?;
+            let ok = write(h, &[single, payload])?;
             let len = (head.len() + payload.len()) as u64;
             if ok {
                 self.counters.tx_packets += 1;
@@ -375,17 +375,45 @@ impl Engine {
     }
 }
 
-/// Write what `coalescer` joined to host `h`, counting its wire segments.
+/// Offer `pkt` to `coalescer`: a packet with a payload of its own joins without a copy, one with
+/// a virtual payload (a mechanism's own) as its bytes materialised in `wire`. A refused packet
+/// comes back.
+fn join(coalescer: &mut Coalescer, pkt: Packet, wire: &mut Vec<u8>) -> Result<(), Packet> {
+    match pkt.payload() {
+        Some(p) if !p.is_empty() => coalescer.push_packet(pkt),
+        Some(_) => Err(pkt), // headers only: never joins
+        None => {
+            wire.clear();
+            pkt.write_wire(wire);
+            if coalescer.push(wire, &[], pkt.checksums_known_valid()) {
+                Ok(())
+            } else {
+                Err(pkt)
+            }
+        }
+    }
+}
+
+/// Most slices [`Engine::service`] hands to one write: headers and one payload per segment.
+pub const MAX_PARTS: usize = vnet::MAX_COALESCE as usize + 1;
+
+/// Write what `coalescer` joined to host `h` (one gathering write), counting its wire segments.
 fn flush(
     coalescer: &mut Coalescer,
     counters: &mut PathCounters,
     h: usize,
-    write: &mut impl FnMut(usize, &[u8], &[u8]) -> io::Result<bool>,
+    write: &mut impl FnMut(usize, &[&[u8]]) -> io::Result<bool>,
 ) -> io::Result<()> {
     let Some(batch) = coalescer.take() else {
         return Ok(());
     };
-    if write(h, batch.bytes, &[])? {
+    let mut parts: [&[u8]; MAX_PARTS] = [&[]; MAX_PARTS];
+    let mut n = 0;
+    for (slot, part) in parts.iter_mut().zip(batch.parts()) {
+        *slot = part;
+        n += 1;
+    }
+    if write(h, &parts[..n])? {
         counters.tx_packets += u64::from(batch.segments);
         counters.tx_bytes += batch.wire_bytes;
         counters.tx_super_packets += u64::from(batch.segments > 1);

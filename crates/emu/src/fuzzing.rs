@@ -180,10 +180,10 @@ fn run(data: &[u8]) -> PathCounters {
 
 /// Run the engine to `now`, checking what it writes and counting its wire packets and bytes.
 fn service(e: &mut Engine, now: Instant, written: &mut u64, bytes: &mut u64) {
-    let r = e.service(now, |host, head, payload| {
+    let r = e.service(now, |host, parts| {
+        let read = parts.concat();
         if host == GW {
-            // Gathering write: the `virtio_net_hdr` and headers in `head`, then `payload`.
-            let read = [head, payload].concat();
+            // Gathering write: the `virtio_net_hdr` and headers, then the payloads.
             let cut = expected_cut(&read);
             let Some((n, b)) = cut else {
                 panic!("written to an offloading device and refused by our own parser")
@@ -192,7 +192,7 @@ fn service(e: &mut Engine, now: Instant, written: &mut u64, bytes: &mut u64) {
             *bytes += b;
         } else {
             *written += 1;
-            *bytes += (head.len() + payload.len()) as u64;
+            *bytes += read.len() as u64;
         }
         Ok(true)
     });

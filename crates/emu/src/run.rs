@@ -25,7 +25,7 @@ use satpep_scenario::{AppSpec, NodeKind, Scenario};
 use satpep_sim::Outputs;
 use serde::Serialize;
 
-use crate::engine::Engine;
+use crate::engine::{Engine, MAX_PARTS};
 use crate::lateness::Histogram;
 use crate::netns::{self, Namespaces};
 use crate::report::{EmuSummary, LinkLateness};
@@ -575,15 +575,23 @@ pub fn run(scenario: &Scenario, opts: &EmuOptions) -> Result<EmuOutcome, EmuErro
                 }
             }
         }
-        engine.service(now, |node, head, tail| {
+        engine.service(now, |node, parts| {
             let Some(tun) = port_of[node].and_then(|p| spaces.list[p].tun.as_ref()) else {
                 return Ok(false);
             };
-            let head = match unwrap_out[node] {
-                Some((src, dst)) if shell::is_wrapped(head, src, dst) => &head[shell::WRAP_LEN..],
-                _ => head,
-            };
-            Ok(tun.write2(head, tail)?.is_some())
+            match (unwrap_out[node], parts) {
+                (Some((src, dst)), [head, rest @ ..]) if shell::is_wrapped(head, src, dst) => {
+                    let mut unwrapped: [&[u8]; MAX_PARTS] = [&[]; MAX_PARTS];
+                    unwrapped[0] = &head[shell::WRAP_LEN..];
+                    for (u, p) in unwrapped[1..].iter_mut().zip(rest) {
+                        *u = p;
+                    }
+                    Ok(tun
+                        .write_gather(&unwrapped[..parts.len().min(MAX_PARTS)])?
+                        .is_some())
+                }
+                _ => Ok(tun.write_gather(parts)?.is_some()),
+            }
         })?;
 
         if std::mem::take(&mut output_ready) {

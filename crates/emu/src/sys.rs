@@ -149,6 +149,10 @@ struct IfReq {
     _pad: [u8; 22],
 }
 
+/// Most parts [`Tun::write_gather`] writes at once: a super-packet's headers and the payloads of
+/// up to 64 segments, with room to spare (the kernel allows 1 024).
+pub const GATHER_MAX: usize = 72;
+
 /// A TUN device, non-blocking: IPv4 packets without any header (`IFF_TUN | IFF_NO_PI`), or,
 /// with offloads, each behind a `struct virtio_net_hdr` (`IFF_VNET_HDR`, see
 /// [`crate::vnet`]). The device is not persistent: it disappears when this descriptor is
@@ -282,23 +286,30 @@ impl Tun {
         would_block(n)
     }
 
-    /// Write one packet gathered from `head` and `tail` (header and payload, without joining
-    /// them first); `Ok(None)` when the device cannot take it now.
+    /// Write one packet gathered from `parts` (headers, then payloads, without joining them
+    /// first: the kernel's copy is the only one); `Ok(None)` when the device cannot take it now.
+    /// Up to [`GATHER_MAX`] parts; more are an `InvalidInput` error.
     #[inline]
-    pub fn write2(&self, head: &[u8], tail: &[u8]) -> io::Result<Option<usize>> {
-        let iov = [
-            libc::iovec {
-                iov_base: head.as_ptr().cast_mut().cast(),
-                iov_len: head.len(),
-            },
-            libc::iovec {
-                iov_base: tail.as_ptr().cast_mut().cast(),
-                iov_len: tail.len(),
-            },
-        ];
-        // SAFETY: both iovecs describe live slices valid for reads of their lengths; writev
-        // only reads them.
-        let n = unsafe { libc::writev(self.fd.as_raw_fd(), iov.as_ptr(), 2) };
+    pub fn write_gather(&self, parts: &[&[u8]]) -> io::Result<Option<usize>> {
+        if parts.len() > GATHER_MAX {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} parts for one write, at most {GATHER_MAX}", parts.len()),
+            ));
+        }
+        let mut iov = [libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        }; GATHER_MAX];
+        for (v, p) in iov.iter_mut().zip(parts) {
+            *v = libc::iovec {
+                iov_base: p.as_ptr().cast_mut().cast(),
+                iov_len: p.len(),
+            };
+        }
+        // SAFETY: the first `parts.len()` iovecs describe live slices valid for reads of their
+        // lengths; writev only reads them.
+        let n = unsafe { libc::writev(self.fd.as_raw_fd(), iov.as_ptr(), parts.len() as i32) };
         would_block(n)
     }
 

@@ -23,6 +23,7 @@
 use std::net::Ipv4Addr;
 
 use satpep_proto::wire::checksum;
+use satpep_proto::Packet;
 
 /// Bytes of the header in front of every packet (`TUNSETVNETHDRSZ`): the legacy
 /// `struct virtio_net_hdr`, without `num_buffers`.
@@ -263,14 +264,24 @@ fn be32(b: &[u8]) -> u32 {
 /// Joins consecutive TCP segments of one flow into one super-packet for a `virtio_net_hdr`
 /// write; see the module documentation for when segments continue each other.
 ///
-/// Call order: [`push`](Self::push) each packet in delivery order; when it returns false,
-/// [`take`](Self::take) what was joined, write it, and push the packet again; a packet refused
-/// by an empty coalescer goes out on its own (with an all-zero header). `take` at the end of
-/// every pass.
+/// Payloads are not copied when the segment comes as a [`Packet`] that owns them
+/// ([`push_packet`](Self::push_packet)): the coalescer keeps the packet and the batch lists its
+/// payload for a gathering write (`writev`), so the only copy of the bytes on the way out is the
+/// kernel's. Segments given as byte slices ([`push`](Self::push)) are copied.
+///
+/// Call order: push each packet in delivery order; when it is refused, [`take`](Self::take)
+/// what was joined, write it, and push the packet again; a packet refused by an empty coalescer
+/// goes out on its own (with an all-zero header). `take` at the end of every pass.
 #[derive(Debug, Default)]
 pub struct Coalescer {
-    /// `virtio_net_hdr`, headers of the first segment, the payloads.
-    buf: Vec<u8>,
+    /// `virtio_net_hdr` and the headers of the first segment.
+    head: Vec<u8>,
+    /// Where each joined segment's payload is.
+    parts: Vec<Part>,
+    /// Payloads of the segments pushed as slices, one after another.
+    copied: Vec<u8>,
+    /// Payload bytes joined so far.
+    payload_len: usize,
     /// Segments joined so far.
     segments: u32,
     /// Their bytes on the wire.
@@ -285,15 +296,59 @@ pub struct Coalescer {
     closed: bool,
 }
 
-/// One write [`Coalescer::take`] produced.
+/// Where one joined segment's payload is.
+#[derive(Debug)]
+enum Part {
+    /// In the packet, kept until the batch is written.
+    Held(Packet),
+    /// In `copied`, at this range.
+    Copied(std::ops::Range<usize>),
+}
+
+/// One write [`Coalescer::take`] produced: `virtio_net_hdr` and headers, then the payloads, in
+/// [`parts`](Self::parts). Dropping it releases the packets it held.
 #[derive(Debug)]
 pub struct Batch<'a> {
-    /// `virtio_net_hdr` and the packet, ready for one write.
-    pub bytes: &'a [u8],
+    c: &'a mut Coalescer,
     /// Wire segments it carries.
     pub segments: u32,
     /// Their bytes on the wire (each one's IPv4 total length).
     pub wire_bytes: u64,
+}
+
+impl Batch<'_> {
+    /// The write's bytes in order, as slices for one gathering write: the `virtio_net_hdr` and
+    /// headers first, then each segment's payload. At most [`MAX_COALESCE`] + 1 of them.
+    pub fn parts(&self) -> impl Iterator<Item = &[u8]> {
+        let c = &*self.c;
+        std::iter::once(c.head.as_slice()).chain(c.parts.iter().map(move |p| match p {
+            Part::Held(pkt) => pkt.payload().unwrap_or_default(),
+            Part::Copied(r) => &c.copied[r.clone()],
+        }))
+    }
+
+    /// Bytes of the write, `virtio_net_hdr` included.
+    pub fn len(&self) -> usize {
+        self.c.head.len() + self.c.payload_len
+    }
+
+    /// Never: a batch holds at least the header.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The write's bytes joined (for tests and for writers that cannot gather).
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.parts().flatten().copied().collect()
+    }
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        self.c.parts.clear();
+        self.c.copied.clear();
+        self.c.payload_len = 0;
+    }
 }
 
 impl Coalescer {
@@ -301,22 +356,54 @@ impl Coalescer {
     /// of it, in `head`) to the segments held, or start with it when none are; false when it
     /// cannot join (another flow, a gap, different headers, a bad checksum, not a TCP data
     /// segment, too long). `checksums_known`: the caller knows the checksums hold (it computed
-    /// them and nothing changed the bytes since), so they are not summed again: the payload is
-    /// then read once, by the copy, instead of twice.
+    /// them and nothing changed the bytes since), so they are not summed again. The payload is
+    /// copied.
     pub fn push(&mut self, head: &[u8], payload: &[u8], checksums_known: bool) -> bool {
-        let total = head.len() + payload.len();
-        let Some((ihl, hl, flags)) = data_segment(head, total) else {
+        let Some(payload) = self.admit(head, payload, checksums_known) else {
             return false;
         };
+        let start = self.copied.len();
+        self.copied.extend_from_slice(payload);
+        self.parts.push(Part::Copied(start..self.copied.len()));
+        true
+    }
+
+    /// [`push`](Self::push) a packet whose payload it owns, without copying the payload: the
+    /// packet is kept until the batch is written. A refused packet comes back, as does one
+    /// without a real payload of its own (push its materialised bytes instead).
+    pub fn push_packet(&mut self, pkt: Packet) -> Result<(), Packet> {
+        let Some(payload) = pkt.payload().filter(|p| !p.is_empty()) else {
+            return Err(pkt);
+        };
+        if self
+            .admit(pkt.header(), payload, pkt.checksums_known_valid())
+            .is_none()
+        {
+            return Err(pkt);
+        }
+        self.parts.push(Part::Held(pkt));
+        Ok(())
+    }
+
+    /// The checks of [`push`](Self::push) and the bookkeeping of a joined segment, all but
+    /// storing its payload, which it returns (in `head` when `payload` is empty).
+    fn admit<'p>(
+        &mut self,
+        head: &'p [u8],
+        payload: &'p [u8],
+        checksums_known: bool,
+    ) -> Option<&'p [u8]> {
+        let total = head.len() + payload.len();
+        let (ihl, hl, flags) = data_segment(head, total)?;
         let payload = match (head.len() == hl, payload.is_empty()) {
             (_, true) => &head[hl..],
             (true, false) => payload,
-            (false, false) => return false, // payload bytes on both sides: not worth joining
+            (false, false) => return None, // payload bytes on both sides: not worth joining
         };
         let seq = be32(&head[ihl + tcp::SEQ.start..]);
         let id = u16::from_be_bytes([head[ip::IDENT.start], head[ip::IDENT.start + 1]]);
         if self.segments > 0 {
-            let first = &self.buf[VNET_HDR_LEN..VNET_HDR_LEN + self.hl];
+            let first = &self.head[VNET_HDR_LEN..VNET_HDR_LEN + self.hl];
             if self.closed
                 || hl != self.hl
                 || ihl != self.ihl
@@ -324,32 +411,32 @@ impl Coalescer {
                 || id != self.next_id
                 || payload.len() > self.gso_size
                 || self.segments >= MAX_COALESCE
-                || self.buf.len() - VNET_HDR_LEN + payload.len() > MAX_IPV4
+                || self.hl + self.payload_len + payload.len() > MAX_IPV4
                 || !same_headers(first, &head[..hl], ihl)
             {
-                return false;
+                return None;
             }
         }
         // Last, as the dearest test: a corrupted segment must reach the host as it is, to be
         // dropped there.
         if !checksums_known && !checksums_valid(&head[..hl], payload, ihl) {
-            return false;
+            return None;
         }
         if self.segments == 0 {
-            self.buf.clear();
-            self.buf.extend_from_slice(&[0; VNET_HDR_LEN]);
-            self.buf.extend_from_slice(&head[..hl]);
+            self.head.clear();
+            self.head.extend_from_slice(&[0; VNET_HDR_LEN]);
+            self.head.extend_from_slice(&head[..hl]);
             (self.ihl, self.hl, self.gso_size) = (ihl, hl, payload.len());
         } else {
-            self.buf[VNET_HDR_LEN + ihl + tcp::FLAGS] |= flags & (TCP_PSH | TCP_FIN);
+            self.head[VNET_HDR_LEN + ihl + tcp::FLAGS] |= flags & (TCP_PSH | TCP_FIN);
         }
-        self.buf.extend_from_slice(payload);
+        self.payload_len += payload.len();
         self.segments += 1;
         self.wire_bytes += total as u64;
         self.next_seq = seq.wrapping_add(payload.len() as u32);
         self.next_id = id.wrapping_add(1);
         self.closed = payload.len() < self.gso_size || flags & (TCP_PSH | TCP_FIN) != 0;
-        true
+        Some(payload)
     }
 
     /// What was joined, emptied: one segment as it came (all-zero header), several as a
@@ -362,8 +449,8 @@ impl Coalescer {
         (self.segments, self.wire_bytes, self.closed) = (0, 0, false);
         if segments > 1 {
             let ihl = self.ihl;
-            let p = &mut self.buf[VNET_HDR_LEN..];
-            let total = p.len() as u16; // ≤ MAX_IPV4, checked in `push`
+            let total = (self.hl + self.payload_len) as u16; // ≤ MAX_IPV4, checked in `push`
+            let p = &mut self.head[VNET_HDR_LEN..];
             p[ip::TOTAL_LEN].copy_from_slice(&total.to_be_bytes());
             p[ip::CHECKSUM].copy_from_slice(&[0, 0]);
             let ip_sum = checksum::finish(checksum::sum(0, &p[..ihl]));
@@ -383,10 +470,10 @@ impl Coalescer {
                 csum_start: ihl as u16,
                 csum_offset: tcp::CHECKSUM.start as u16,
             };
-            self.buf[..VNET_HDR_LEN].copy_from_slice(&hdr.to_bytes());
+            self.head[..VNET_HDR_LEN].copy_from_slice(&hdr.to_bytes());
         }
         Some(Batch {
-            bytes: &self.buf,
+            c: self,
             segments,
             wire_bytes,
         })

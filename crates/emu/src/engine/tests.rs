@@ -110,8 +110,9 @@ fn inject(e: &mut Engine, from: usize, at: Instant, pkt: &[u8]) {
 /// Service at `at`; returns (node, bytes) written to hosts.
 fn service(e: &mut Engine, at: Instant) -> Vec<(usize, Vec<u8>)> {
     let mut out = Vec::new();
-    e.service(at, |node, head, tail| {
-        out.push((node, [head, tail].concat()));
+    e.service(at, |node, parts| {
+        assert!(!parts.is_empty() && parts.len() <= MAX_PARTS);
+        out.push((node, parts.concat()));
         Ok(true)
     })
     .unwrap();
@@ -295,8 +296,8 @@ fn a_pass_through_middlebox_changes_neither_bytes_nor_timing() {
         .unwrap();
         let mut got: Vec<(Instant, Vec<u8>)> = Vec::new();
         while let Some(now) = e.poll_timeout() {
-            e.service(now, |_, head, tail| {
-                got.push((now, [head, tail].concat()));
+            e.service(now, |_, parts| {
+                got.push((now, parts.concat()));
                 Ok(true)
             })
             .unwrap();

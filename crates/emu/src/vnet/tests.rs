@@ -312,8 +312,11 @@ fn coalesce(segs: &[Vec<u8>]) -> (VirtioNetHdr, Vec<u8>, u32, u64) {
         assert!(c.push(s, &[], false));
     }
     let b = c.take().expect("segments held");
-    let (h, p) = VirtioNetHdr::parse(b.bytes).expect("header");
+    let bytes = b.to_vec();
+    assert_eq!(bytes.len(), b.len());
+    let (h, p) = VirtioNetHdr::parse(&bytes).expect("header");
     let out = (h, p.to_vec(), b.segments, b.wire_bytes);
+    drop(b);
     assert!(c.take().is_none());
     out
 }
@@ -343,7 +346,7 @@ fn coalesced_segments_make_a_super_packet_the_kernel_accepts() {
         assert!(c.push(&seg[..52], &seg[52..], false));
     }
     assert_eq!(
-        c.take().map(|b| b.bytes[VNET_HDR_LEN..].to_vec()),
+        c.take().map(|b| b.to_vec()[VNET_HDR_LEN..].to_vec()),
         Some(p.clone())
     );
     // Payload on both sides of the split: refused, not mis-joined.
@@ -474,7 +477,7 @@ fn coalescer_stops_at_the_ipv4_limit_and_the_segment_cap() {
     }
     assert!(!c.push(&segs[45], &[], false));
     assert_eq!(
-        c.take().map(|b| (b.segments, b.bytes.len())),
+        c.take().map(|b| (b.segments, b.len())),
         Some((45, 10 + 65_212))
     );
     // 10-byte segments: the cap of 64 comes first.
@@ -517,7 +520,7 @@ fn coalescer_fills_a_super_packet_to_exactly_the_ipv4_limit() {
         );
         let b = c.take().expect("held");
         let want = if joins { (46, 65_535) } else { (45, 65_212) };
-        assert_eq!((b.segments, b.bytes.len() - VNET_HDR_LEN), want);
+        assert_eq!((b.segments, b.len() - VNET_HDR_LEN), want);
     }
 }
 
@@ -556,4 +559,88 @@ proptest! {
             }
         }
     }
+}
+
+/// Headers of [`tcp_packet`]: IPv4, TCP with the timestamp option.
+const HL: usize = 52;
+
+/// The packet of wire bytes `seg`, owning its payload.
+fn owned(seg: &[u8], checksums_known: bool) -> Packet {
+    let mut p = Packet::try_with_payload(&seg[..HL], &seg[HL..]).expect("packet");
+    if checksums_known {
+        p.mark_checksums_valid();
+    }
+    p
+}
+
+/// Packets joined without a copy give the very bytes their copies give, in a header part and
+/// one part per payload, and the batch keeps them alive until it is written.
+#[test]
+fn packets_join_without_a_copy_into_the_same_bytes() {
+    let segs = wire_segments(5000, &[1448, 1448, 1448, 600], TCP_ACK | TCP_PSH);
+    let want = coalesce(&segs);
+    let live = satpep_proto::node::live_packets();
+    let mut c = Coalescer::default();
+    for s in &segs {
+        assert!(c.push_packet(owned(s, false)).is_ok());
+    }
+    assert_eq!(
+        satpep_proto::node::live_packets(),
+        live + 4,
+        "held, not copied"
+    );
+    let b = c.take().expect("four segments");
+    let parts: Vec<&[u8]> = b.parts().collect();
+    assert_eq!(parts.len(), 5);
+    assert_eq!(parts[0].len(), VNET_HDR_LEN + HL);
+    assert_eq!(
+        parts[1..].iter().map(|p| p.len()).collect::<Vec<_>>(),
+        [1448, 1448, 1448, 600]
+    );
+    let bytes = b.to_vec();
+    assert_eq!(bytes.len(), b.len());
+    let (h, p) = VirtioNetHdr::parse(&bytes).expect("header");
+    assert_eq!((h, p.to_vec(), b.segments, b.wire_bytes), want);
+    drop(b);
+    assert_eq!(
+        satpep_proto::node::live_packets(),
+        live,
+        "released once written"
+    );
+    assert!(c.take().is_none());
+}
+
+/// A refused packet comes back whole, and what was held is unchanged; copied and held payloads
+/// mix in one batch; a packet without a payload of its own is refused.
+#[test]
+fn refused_packets_come_back_and_parts_mix() {
+    let segs = wire_segments(1, &[100, 100, 100], TCP_ACK);
+    let mut corrupt = segs[1].clone();
+    corrupt[60] ^= 0xff;
+    let mut c = Coalescer::default();
+    assert!(c.push_packet(owned(&segs[0], false)).is_ok());
+    let back = c
+        .push_packet(owned(&corrupt, false))
+        .expect_err("bad checksum, not vouched for");
+    assert_eq!(back.payload(), Some(&corrupt[HL..]));
+    assert!(c.push_packet(owned(&segs[2], true)).is_err(), "a gap");
+    assert!(
+        c.push(&segs[1], &[], false),
+        "the copy of the right one joins"
+    );
+    assert!(c.push_packet(owned(&segs[2], true)).is_ok());
+    let b = c.take().expect("three segments");
+    let (h, p, segments, wire_bytes) = coalesce(&segs);
+    let mut want = h.to_bytes().to_vec();
+    want.extend_from_slice(&p);
+    assert_eq!(
+        (b.to_vec(), b.segments, b.wire_bytes),
+        (want, segments, wire_bytes)
+    );
+    drop(b);
+    let virt = Packet::new(&segs[0][..HL], 100);
+    assert!(
+        c.push_packet(virt).is_err(),
+        "virtual payload: the caller materialises it"
+    );
 }
