@@ -604,6 +604,101 @@ mod tests {
         });
     }
 
+    /// The pool is bounded: freed buffers past `POOL_MAX` are let go, payload room past
+    /// `POOL_PAYLOAD_BYTES` is given back (up to the cap, exactly, it is kept), and a payload
+    /// vector grown past `POOLED_PAYLOAD_CAPACITY` is never kept (one of exactly that is); what
+    /// the pool counts is what it holds.
+    #[test]
+    fn the_pool_keeps_payload_room_up_to_its_caps() {
+        let data = [1u8; 2048]; // divides the byte cap: the last buffer fills it exactly
+        let fit = POOL_PAYLOAD_BYTES / data.len();
+        let n = fit + 100;
+        let pkts: Vec<Packet> = (0..n)
+            .map(|_| Packet::try_with_payload(&[0x45; 20], &data).expect("fits"))
+            .collect();
+        assert_eq!(live_packets(), n);
+        drop(pkts);
+        POOL.with(|p| {
+            let p = p.borrow();
+            let held: usize = p.free.iter().map(|b| b.payload.capacity()).sum();
+            assert_eq!(held, p.free_payload_bytes);
+            assert_eq!(held, POOL_PAYLOAD_BYTES, "kept up to the cap, exactly");
+            assert_eq!((p.free.len(), p.bare.len()), (fit, 100));
+        });
+        let at_cap = |len: usize| {
+            let pkts: Vec<Packet> = (0..fit)
+                .map(|_| Packet::try_with_payload(&[0x45; 20], &data).expect("fits"))
+                .collect();
+            let one = Packet::try_with_payload(&[0x45; 20], &vec![0; len]).expect("fits");
+            drop(pkts); // the byte cap is full again: free five buffers' worth under it
+            POOL.with(|p| {
+                let mut p = p.borrow_mut();
+                for _ in 0..5 {
+                    assert!(p
+                        .pop(true)
+                        .is_some_and(|b| b.payload.capacity() == data.len()));
+                }
+            });
+            let before = POOL.with(|p| p.borrow().free.len());
+            drop(one);
+            POOL.with(|p| p.borrow().free.len()) - before
+        };
+        assert_eq!(
+            at_cap(POOLED_PAYLOAD_CAPACITY),
+            1,
+            "exactly the largest pooled payload: kept"
+        );
+        assert_eq!(
+            at_cap(POOLED_PAYLOAD_CAPACITY + 1),
+            0,
+            "one byte more: not kept"
+        );
+        let many: Vec<Packet> = (0..POOL_MAX + 10)
+            .map(|_| Packet::new(&[0x45; 20], 0))
+            .collect();
+        drop(many);
+        POOL.with(|p| {
+            let p = p.borrow();
+            assert_eq!(p.free.len() + p.bare.len(), POOL_MAX);
+            assert!(p
+                .free
+                .iter()
+                .all(|b| b.payload.capacity() <= POOLED_PAYLOAD_CAPACITY));
+        });
+        assert_eq!(live_packets(), 0);
+    }
+
+    /// Network input at the limits: a header of exactly `MAX_HEADER` bytes and a payload of
+    /// exactly `MAX_PAYLOAD` fit; one byte more of either is refused, not a panic.
+    #[test]
+    fn packets_from_the_wire_fit_exactly_to_the_limits() {
+        let p = Packet::try_with_payload(&[0x45; MAX_HEADER], &vec![3; MAX_PAYLOAD]).expect("fits");
+        assert_eq!(p.wire_len(), (MAX_HEADER + MAX_PAYLOAD) as u64);
+        assert!(Packet::try_with_payload(&[0x45; MAX_HEADER + 1], &[]).is_none());
+        assert!(Packet::try_with_payload(&[0x45; 20], &vec![3; MAX_PAYLOAD + 1]).is_none());
+        assert!(Packet::from_wire(&[0x45; 40], 41).is_none());
+    }
+
+    /// A clone of a payload packet also takes payload room, past a freed ACK; live buffers are
+    /// counted one by one.
+    #[test]
+    fn clones_take_payload_room_and_buffers_are_counted() {
+        let data = [9u8; 1000];
+        let a = Packet::try_with_payload(&[0x45; 40], &data).expect("fits");
+        let room = a.payload().expect("real").as_ptr();
+        let b = Packet::try_with_payload(&[0x45; 40], &data).expect("fits");
+        let ack = Packet::new(&[0x45; 40], 0);
+        assert_eq!(live_packets(), 3);
+        drop(a);
+        drop(ack);
+        assert_eq!(live_packets(), 1);
+        let c = b.clone();
+        assert_eq!(c.payload().expect("real").as_ptr(), room);
+        assert_eq!(live_packets(), 2);
+        drop((b, c));
+        assert_eq!(live_packets(), 0);
+    }
+
     /// What is known of the checksums survives only what keeps them: a clone, a router's
     /// patched TTL; every other change to header or payload forgets it.
     #[test]
