@@ -380,8 +380,7 @@ impl Engine {
 /// comes back.
 fn join(coalescer: &mut Coalescer, pkt: Packet, wire: &mut Vec<u8>) -> Result<(), Packet> {
     match pkt.payload() {
-        Some(p) if !p.is_empty() => coalescer.push_packet(pkt),
-        Some(_) => Err(pkt), // headers only: never joins
+        Some(_) => coalescer.push_packet(pkt), // refuses headers alone
         None => {
             wire.clear();
             pkt.write_wire(wire);

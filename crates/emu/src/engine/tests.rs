@@ -480,3 +480,48 @@ fn ipip_with_ihl_0_or_deep_nesting_has_a_bounded_header() {
     }
     assert_eq!(header_len(&deep), Some(MAX_HEADER));
 }
+
+/// Service `e` once at `at`, handing every write to `accept`; returns the writes' sizes.
+fn service_with(e: &mut Engine, at: Instant, accept: bool) -> Vec<usize> {
+    let mut sizes = Vec::new();
+    e.service(at, |_, parts| {
+        sizes.push(parts.iter().map(|p| p.len()).sum::<usize>());
+        Ok(accept)
+    })
+    .unwrap();
+    sizes
+}
+
+/// Toward an offloading host, a packet that cannot join (UDP, with its own payload) goes alone
+/// and counts its own wire bytes; a write the device refuses counts every wire segment it
+/// carried as dropped, alone or joined.
+#[test]
+fn offloaded_writes_count_bytes_and_refusals_per_wire_segment() {
+    let udp = etherparse_free_udp([10, 0, 1, 1], [10, 0, 0, 1], &[5; 300]);
+    let payload: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+    for accept in [true, false] {
+        let mut e = Engine::new(&scenario(""));
+        e.set_vnet(0, true);
+        inject(&mut e, 2, ms(0), &udp);
+        inject_vnet(&mut e, 2, ms(0), &tso_read(&payload, 1000));
+        // Everything is due by 300 ms: one pass writes the UDP packet alone, then the three
+        // segments joined.
+        let written = service_with(&mut e, ms(300), accept);
+        assert_eq!(
+            written,
+            [VNET_HDR_LEN + udp.len(), VNET_HDR_LEN + 40 + 3000]
+        );
+        assert_eq!(e.poll_timeout(), None);
+        let c = e.counters();
+        if accept {
+            assert_eq!(
+                (c.tx_packets, c.tx_bytes),
+                (4, (udp.len() + 3 * 1040) as u64)
+            );
+            assert_eq!((c.tx_super_packets, c.tx_dropped), (1, 0));
+        } else {
+            assert_eq!((c.tx_packets, c.tx_bytes, c.tx_dropped), (0, 0, 4));
+        }
+        assert_eq!(e.buffers_in_use(), 0, "every buffer back, written or not");
+    }
+}

@@ -630,6 +630,7 @@ fn refused_packets_come_back_and_parts_mix() {
     );
     assert!(c.push_packet(owned(&segs[2], true)).is_ok());
     let b = c.take().expect("three segments");
+    assert!(!b.is_empty());
     let (h, p, segments, wire_bytes) = coalesce(&segs);
     let mut want = h.to_bytes().to_vec();
     want.extend_from_slice(&p);
@@ -643,4 +644,24 @@ fn refused_packets_come_back_and_parts_mix() {
         c.push_packet(virt).is_err(),
         "virtual payload: the caller materialises it"
     );
+}
+
+/// A segment that follows in IP id but not in sequence (a gap: a lost or reordered segment
+/// between them) never joins: its bytes would land at the wrong place in the stream.
+#[test]
+fn a_sequence_gap_refuses_even_with_consecutive_ids() {
+    let segs = wire_segments(100, &[200, 200, 200], TCP_ACK);
+    let mut gap = segs[2].clone();
+    gap[4..6].copy_from_slice(&0x1235u16.to_be_bytes()); // the id segs[1] would have
+    let gap = with_checksums(gap);
+    for known in [false, true] {
+        let mut c = Coalescer::default();
+        assert!(c.push(&segs[0], &[], known));
+        assert!(
+            !c.push(&gap, &[], known),
+            "seq 500 after 300 (checksums known: {known})"
+        );
+        assert!(c.push_packet(owned(&gap, known)).is_err());
+        assert!(c.push(&segs[1], &[], known), "the segment that does follow");
+    }
 }
