@@ -8,7 +8,7 @@
 #   plain     satpep emu --no-offload
 #   offload   satpep emu (offloads)
 # Prints one markdown row per run: receiver throughput, sender retransmits (UDP: loss),
-# satpep's release lateness p50/p99/max and where it comes from, from summary.json (p99 of the
+# release lateness p50/p99/max (satpep's, and the bare forwarder's measured the same way) and, for satpep, where it comes from, from summary.json (p99 of the
 # loop's wake-up delay after timed waits; p99 and max of the time per pass; max of what the
 # thread did not run of a pass; the loop's CPU time as a share of a core), with the load
 # average at the start and the machine's steal time during the run (ms of vCPU time the
@@ -92,7 +92,7 @@ else:
 EOF
 }
 
-run_bare() { # $1 test, $2 tunfwd flags → prints "gbps retx"
+run_bare() { # $1 test, $2 tunfwd flags → prints "gbps retx p50 p99 max" (lateness in µs)
 	cleanup
 	# SCHED_FIFO like satpep's loop: on this shared machine a forwarder under the normal
 	# scheduler is delayed by milliseconds, its TUN queues overflow and TCP retransmits.
@@ -114,8 +114,10 @@ run_bare() { # $1 test, $2 tunfwd flags → prints "gbps retx"
 	ip netns exec tfa iperf3 -c 10.9.1.1 $(client_args "$T") >"$WORK/iperf.json" 2>&1 || true
 	kill $srv 2>/dev/null || true
 	wait $srv 2>/dev/null || true
-	cleanup
-	parse_iperf "$WORK/iperf.json"
+	cleanup # tunfwd prints its release lateness when stopped
+	local late
+	late=$(sed -n 's/^lateness: p50 \([0-9]*\) us p99 \([0-9]*\) us max \([0-9]*\) us.*/\1 \2 \3/p' "$WORK/fwd.err")
+	echo "$(parse_iperf "$WORK/iperf.json") ${late:-- - -}"
 }
 
 run_emu() { # $1 binary, $2 extra flags → prints "gbps retx p50 p99 max wake_p99 pass_p99 pass_max lost_max cpu%"
@@ -161,8 +163,8 @@ for run in $(seq "$RUNS"); do
 			load=$(cut -d' ' -f1 /proc/loadavg)
 			steal0=$(steal_ms)
 			case $M in
-			bare) r="$(run_bare "$T" "") - - - - - - - -" ;;
-			bare-gso) r="$(run_bare "$T" -o) - - - - - - - -" ;;
+			bare) r="$(run_bare "$T" "") - - - - -" ;;
+			bare-gso) r="$(run_bare "$T" -o) - - - - -" ;;
 			main) [[ -n ${SATPEP_MAIN:-} ]] || continue; r=$(run_emu "$SATPEP_MAIN" "") ;;
 			plain) r=$(run_emu "$SATPEP" "--no-offload ${EMU_FLAGS:-}") ;;
 			offload) r=$(run_emu "$SATPEP" "${EMU_FLAGS:-}") ;;
