@@ -1,8 +1,9 @@
 //! The event queue: virtual time in integer nanoseconds, total order by (time, insertion
 //! sequence), and lazy timers.
 //!
-//! Wires between nodes are zero-delay (delay lives in link nodes), so most events are scheduled
-//! for "now"; they go to a FIFO instead of the heap. Both queues hold `(time, seq)` keys and the
+//! Wires between nodes are zero-delay (delay lives in link nodes), so deliveries are scheduled
+//! for "now"; they go to a FIFO instead of the heap (those into links and plain routers are
+//! not events at all: the simulation hands them over at once, see `Simulation::flush`). Both queues hold `(time, seq)` keys and the
 //! engine always takes the smaller key, so the order is exactly (time, seq) either way.
 //!
 //! Timers are lazy: a node's wake-up is pushed only when its deadline moves *earlier*; when it
@@ -11,7 +12,7 @@
 
 use std::collections::VecDeque;
 
-use satpep_proto::{Instant, Node, Packet, PortId};
+use satpep_proto::{Instant, Packet, PortId};
 
 /// Index of a node in the engine.
 pub type NodeId = usize;
@@ -354,11 +355,11 @@ impl EventQueue {
         self.heap.push(Key { at, seq, what });
     }
 
-    /// Schedule `event` for now: what [`flush`] does for every transmit, so straight to the
-    /// FIFO, as [`EventQueue::push`] would, without its general path (it was a call of ~55
-    /// instructions per packet hop).
+    /// Schedule `event` for now: what the simulation's flush does for every delivery to a node
+    /// that is not a link, so straight to the FIFO, as [`EventQueue::push`] would, without its
+    /// general path (it was a call of ~55 instructions per packet hop).
     #[inline]
-    fn push_now(&mut self, event: Event) {
+    pub(crate) fn push_now(&mut self, event: Event) {
         let seq = self.seq;
         self.seq += 1;
         self.immediate.push_back(Entry {
@@ -441,27 +442,6 @@ impl EventQueue {
             self.now = t;
         }
     }
-}
-
-/// Drain a node's output after an input: every transmit goes to `route` (which returns the
-/// receiving node and port), then the node's timer is (re)armed.
-pub fn flush<N: Node + ?Sized>(
-    q: &mut EventQueue,
-    id: NodeId,
-    node: &mut N,
-    mut route: impl FnMut(NodeId, PortId, &Packet, Instant) -> Option<(NodeId, PortId)>,
-) {
-    let now = q.now();
-    while let Some(tx) = node.poll_transmit(now) {
-        if let Some((to, port)) = route(id, tx.port, &tx.pkt, now) {
-            q.push_now(Event::Deliver {
-                to,
-                port,
-                pkt: tx.pkt,
-            });
-        }
-    }
-    q.arm(id, node.poll_timeout());
 }
 
 #[cfg(test)]

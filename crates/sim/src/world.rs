@@ -21,7 +21,7 @@ use satpep_scenario::{AppSpec, NodeKind, Scenario};
 
 use crate::apps::apps_for;
 use crate::capture::Captures;
-use crate::engine::{flush, Event, EventQueue, NodeId};
+use crate::engine::{Event, EventQueue, NodeId};
 use satpep_proto::net::host::UdpEnd;
 use satpep_proto::net::igmp::IgmpTimers;
 use satpep_proto::net::multicast::{GroupMembership, HostGroups, MulticastPorts, MulticastRouter};
@@ -728,7 +728,7 @@ impl Simulation {
     pub fn inject(&mut self, node: NodeId, pkt: Packet) {
         if let Some(SimNode::External(h)) = self.nodes.get_mut(node) {
             h.send(pkt);
-            self.flush(node);
+            self.flush(node, &mut |_, _, _| {});
         }
     }
 
@@ -882,7 +882,7 @@ impl Simulation {
                     continue;
                 }
             };
-            self.flush(id);
+            self.flush(id, &mut observe);
             if let SimNode::Host(h) = &self.nodes[id] {
                 let d = h.done_count();
                 if d != self.host_done[id] {
@@ -915,26 +915,47 @@ impl Simulation {
         }
     }
 
-    fn flush(&mut self, id: NodeId) {
-        let wires = &self.wires;
-        let link_index = &self.link_index;
-        let outputs = &mut self.outputs;
-        let io_error = &mut self.io_error;
-        flush(
-            &mut self.q,
-            id,
-            &mut self.nodes[id],
-            |from, port, pkt, now| {
-                if let (Some(l), Some(out)) = (link_index[from], outputs.as_mut()) {
-                    if let Some(p) = out.pcap.as_mut() {
-                        if let Err(e) = p.write(l, now, pkt) {
-                            io_error.get_or_insert(e);
-                        }
+    /// Drain node `id`'s output after an event and re-arm its timer. A packet whose wire
+    /// leads into a link, or into a router that only forwards, is handed over at once rather
+    /// than as a queued event (`observe` hears of it as of an event). Neither can do anything
+    /// with it that depends on what else is due at this instant: a link takes a packet in
+    /// after settling itself to now and holds it for its serialisation at least, and its
+    /// wake-ups for what it has due now are armed already; such a router has no timers and
+    /// forwards into links. The event would cost a push, a pop and a dispatch, on two hops of
+    /// three. Hosts, routers with a middlebox or multicast, and DAMA return links keep the
+    /// FIFO, so that their timers due at an instant still run before packets arriving then.
+    fn flush(&mut self, id: NodeId, observe: &mut impl FnMut(NodeId, Option<PortId>, Instant)) {
+        let now = self.q.now();
+        while let Some(tx) = self.nodes[id].poll_transmit(now) {
+            if let (Some(l), Some(out)) = (self.link_index[id], self.outputs.as_mut()) {
+                if let Some(p) = out.pcap.as_mut() {
+                    if let Err(e) = p.write(l, now, &tx.pkt) {
+                        self.io_error.get_or_insert(e);
                     }
                 }
-                wires[from].get(usize::from(port.0)).copied()
-            },
-        );
+            }
+            let Some(&(to, port)) = self.wires[id].get(usize::from(tx.port.0)) else {
+                continue;
+            };
+            match &mut self.nodes[to] {
+                SimNode::Link(link) => {
+                    observe(to, Some(port), now);
+                    link.handle_packet(now, port, tx.pkt);
+                    self.q.arm(to, link.poll_timeout());
+                }
+                SimNode::Router(r) if r.forwards_only() => {
+                    observe(to, Some(port), now);
+                    r.handle_packet(now, port, tx.pkt);
+                    self.flush(to, observe);
+                }
+                _ => self.q.push_now(Event::Deliver {
+                    to,
+                    port,
+                    pkt: tx.pkt,
+                }),
+            }
+        }
+        self.q.arm(id, self.nodes[id].poll_timeout());
     }
 
     /// Append the DAMA superframe records and new RTT samples to `dama.csv` / `rtt.csv`.

@@ -155,7 +155,9 @@ fn packet_crosses_two_links_at_the_modelled_instant_with_ttl_decremented() {
         pkt[12..],
         "addresses, UDP header and payload unchanged"
     );
-    // Released on time: lateness 0 on both links.
+    // Released on time: lateness 0 on both links (the first one's release goes into the
+    // router without a queued event: it must be measured all the same).
+    assert_eq!(e.lateness(0).len(), 1);
     assert_eq!(e.lateness(0).quantile(1.0), 0);
     assert_eq!(e.lateness(1).len(), 1);
     assert_eq!(e.buffers_in_use(), 0);
@@ -172,6 +174,21 @@ fn late_service_is_measured_as_lateness() {
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].0, 0);
     assert_eq!(e.lateness(2).quantile(0.5), 250_000);
+}
+
+#[test]
+fn late_release_into_a_router_is_measured_as_lateness() {
+    let mut e = Engine::new(&scenario(""));
+    inject(&mut e, 0, ms(0), &udp([10, 0, 1, 1], 1000));
+    // gw → r: 1 ms + 100 ms, due at 101 ms; serviced 250 µs late. The model keeps its own
+    // time: r → term still runs from 101 ms (0.1 ms + 5 ms), due at 106.1 ms.
+    assert!(service(&mut e, Instant(101_250_000)).is_empty());
+    assert_eq!(e.lateness(0).len(), 1);
+    assert_eq!(e.lateness(0).quantile(0.5), 250_000);
+    assert_eq!(e.poll_timeout(), Some(Instant(106_100_000)));
+    let out = service(&mut e, Instant(106_100_000));
+    assert_eq!(out.len(), 1);
+    assert_eq!((e.lateness(1).len(), e.lateness(1).quantile(1.0)), (1, 0));
 }
 
 #[test]

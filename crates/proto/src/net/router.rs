@@ -110,6 +110,12 @@ impl Router {
         self.multicast.as_deref()
     }
 
+    /// Whether the router only forwards: no middlebox and no multicast, so it keeps no timers
+    /// and what it does with a packet cannot depend on anything else due at the same instant.
+    pub fn forwards_only(&self) -> bool {
+        self.middlebox.is_none() && self.multicast.is_none()
+    }
+
     /// A packet for a multicast group (IGMP included): never routed by destination. It bypasses
     /// the middlebox, whose mechanisms are all per TCP flow.
     fn handle_multicast(&mut self, now: Instant, port: PortId, pkt: Packet) {
