@@ -85,6 +85,13 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let filter = !matches!(
+        cli.command,
+        Command::Emu(_) | Command::Shell(_) | Command::Gateway(_) | Command::Terminal(_)
+    );
+    if filter {
+        satpep_emu::sys::default_sigpipe();
+    }
     match cli.command {
         Command::Sim(args) => sim_cmd::run(args),
         Command::Plot { dirs, out } => plot(&dirs, out),

@@ -229,3 +229,24 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+/// `satpep … | head`: when the reader goes away, the command ends as any Unix filter does, by
+/// SIGPIPE, without a panic message (Rust ignores SIGPIPE unless told otherwise, and
+/// `println!` then panics on the closed pipe).
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    // A 2 000-flow scenario printed as TOML: far more than a pipe buffer holds.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_satpep"))
+        .args(["bench", "--peer", "ns2", "--flows", "2000", "--print"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn satpep");
+    drop(child.stdout.take()); // the reader closes before the first write
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), Some(13), "{:?} {stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

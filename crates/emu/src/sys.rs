@@ -89,6 +89,17 @@ pub fn set_normal() {
     }
 }
 
+/// Let a write to a closed pipe end the process quietly, as it ends any Unix filter
+/// (`satpep sim | head`): Rust starts with SIGPIPE ignored, so `println!` would panic instead.
+/// Only for commands whose writes are their output: the emulator and the daemons keep it
+/// ignored, so that a peer closing a socket is an error they handle, not their death.
+pub fn default_sigpipe() {
+    // SAFETY: setting a signal's disposition to the default touches no memory of ours.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// Whether `fd` is a terminal.
 pub fn isatty(fd: RawFd) -> bool {
     // SAFETY: isatty only inspects the descriptor number.
