@@ -304,11 +304,15 @@ proptest! {
 /// What one datagram costs the event loop on a → r → b, two links and a plain router: the
 /// source's timer, each link's wake-up for its delivery, and the delivery to b, four events.
 /// Entering a link or a router that only forwards is not an event (`Simulation::flush`);
-/// as queued deliveries those were three more per datagram. Every datagram still arrives on
-/// time: 8k ms + (4.112 + 10) ms + (0.4112 + 5) ms.
+/// as queued deliveries those were three more per datagram. A router with a middlebox keeps
+/// its deliveries queued, so that its timers due at an instant still run before a packet
+/// arriving then (a fifth event). Every datagram arrives on time either way: 8k ms + (4.112 +
+/// 10) ms + (0.4112 + 5) ms.
 #[test]
-fn a_datagram_through_a_router_costs_four_events() {
-    let text = r#"
+fn a_datagram_through_a_router_costs_four_events_five_with_a_middlebox() {
+    for (middlebox, per_datagram) in [("", 4), (r#"middlebox = { kind = "pass_through" }"#, 5)] {
+        let text = format!(
+            r#"
 name = "hops"
 duration = "12s"
 stop_when_done = false
@@ -320,6 +324,7 @@ name = "a"
 [[node]]
 name = "r"
 kind = "router"
+{middlebox}
 [[node]]
 name = "b"
 [[link]]
@@ -344,18 +349,20 @@ delay = "15ms"
 name = "cbr"
 from = "a"
 to = "b"
-app = { kind = "udp", rate = "1Mbps", packet_size = 1000, duration = "10s" }
-"#;
-    let mut sim = build(text);
-    // Datagram k (from 0) arrives at 8k + 19.5232 ms: number 1 000 (k = 999) at 8 011.5 ms,
-    // number 1 001 at 8 019.5 ms.
-    sim.run_until(ms(8_000 + 19));
-    assert_eq!(sim.udp_sink(0).expect("udp flow").packets, 1000);
-    sim.run_until(ms(8_000 + 20));
-    assert_eq!(sim.udp_sink(0).expect("udp flow").packets, 1001);
-    sim.run_until(ms(12_000));
-    let k = sim.udp_sink(0).expect("udp flow");
-    assert_eq!((k.packets, k.lost, k.jitter_s), (1250, 0, 0.0));
-    // Samples at 0, 1, …, 12 s are one event each.
-    assert_eq!(sim.events(), 4 * 1250 + 13);
+app = {{ kind = "udp", rate = "1Mbps", packet_size = 1000, duration = "10s" }}
+"#
+        );
+        let mut sim = build(&text);
+        // Datagram k (from 0) arrives at 8k + 19.5232 ms: number 1 000 (k = 999) at 8 011.5 ms,
+        // number 1 001 at 8 019.5 ms.
+        sim.run_until(ms(8_000 + 19));
+        assert_eq!(sim.udp_sink(0).expect("udp flow").packets, 1000);
+        sim.run_until(ms(8_000 + 20));
+        assert_eq!(sim.udp_sink(0).expect("udp flow").packets, 1001);
+        sim.run_until(ms(12_000));
+        let k = sim.udp_sink(0).expect("udp flow");
+        assert_eq!((k.packets, k.lost, k.jitter_s), (1250, 0, 0.0));
+        // Samples at 0, 1, …, 12 s are one event each.
+        assert_eq!(sim.events(), per_datagram * 1250 + 13, "{middlebox}");
+    }
 }
