@@ -295,6 +295,45 @@ mod tests {
         assert!(r.poll_drop().is_none());
     }
 
+    /// A multicast packet the multicast half refuses is reported with that half's reason, not
+    /// the router's default "no route" (cargo-mutants: the reason field was untested).
+    #[test]
+    fn multicast_drops_keep_the_multicast_reason() {
+        use super::super::igmp::IgmpTimers;
+        use super::super::multicast::MulticastPorts;
+        let mut r = Router::new();
+        r.set_multicast(MulticastRouter::new(
+            MulticastPorts {
+                address: Ipv4Addr::new(10, 0, 0, 254),
+                downstream: vec![PortId(1)],
+                upstream: None,
+                report_port: vec![None, Some(PortId(1))],
+                back_port: vec![Some(PortId(0)), Some(PortId(1))],
+                broadcast: false,
+            },
+            IgmpTimers::default(),
+            crate::rand::Rng::new(1, 1),
+        ));
+        let to_group = |ttl: u8| {
+            let ip = Ipv4Repr {
+                src: Ipv4Addr::new(10, 0, 0, 1),
+                dst: Ipv4Addr::new(239, 1, 1, 1),
+                protocol: IPPROTO_TCP,
+                ttl,
+                ident: 1,
+                dscp_ecn: 0,
+                payload_len: 0,
+            };
+            Packet::build(0, |b| emit_ipv4_tcp(&ip, &TcpRepr::default(), b))
+        };
+        r.handle_packet(Instant::ZERO, PortId(0), to_group(1));
+        let d = r.poll_drop().expect("reported");
+        assert_eq!(d.reason, DropReason::TtlExpired);
+        r.handle_packet(Instant::ZERO, PortId(0), to_group(64));
+        let d = r.poll_drop().expect("reported");
+        assert_eq!(d.reason, DropReason::NoRoute, "no member of the group");
+    }
+
     #[test]
     fn exact_route_then_longest_prefix_then_default() {
         let mut r = Router::new();
