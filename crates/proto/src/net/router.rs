@@ -332,6 +332,16 @@ mod tests {
         r.handle_packet(Instant::ZERO, PortId(0), to_group(64));
         let d = r.poll_drop().expect("reported");
         assert_eq!(d.reason, DropReason::NoRoute, "no member of the group");
+        assert_eq!(r.stats().no_route, 0, "counted by the multicast half");
+        // A router without the multicast half has no route for any group.
+        let mut plain = Router::new();
+        plain.set_default_route(PortId(1));
+        plain.handle_packet(Instant::ZERO, PortId(0), to_group(64));
+        plain.handle_packet(Instant::ZERO, PortId(0), to_group(64));
+        assert!(plain.poll_transmit(Instant::ZERO).is_none());
+        assert_eq!(plain.stats().no_route, 2);
+        let d = plain.poll_drop().expect("reported");
+        assert_eq!(d.reason, DropReason::NoRoute);
     }
 
     #[test]
