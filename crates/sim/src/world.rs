@@ -927,35 +927,57 @@ impl Simulation {
     fn flush(&mut self, id: NodeId, observe: &mut impl FnMut(NodeId, Option<PortId>, Instant)) {
         let now = self.q.now();
         while let Some(tx) = self.nodes[id].poll_transmit(now) {
-            if let (Some(l), Some(out)) = (self.link_index[id], self.outputs.as_mut()) {
+            self.hand_over(id, tx, now, observe);
+        }
+        self.q.arm(id, self.nodes[id].poll_timeout());
+    }
+
+    /// Carry `tx`, sent by node `from` at `now`, along its wire: into a link at once, through
+    /// plain routers at once (each forwards it into the next wire, with no queue and no poll,
+    /// since such a router keeps nothing and has no timer to arm), and into the FIFO for
+    /// anything else.
+    fn hand_over(
+        &mut self,
+        mut from: NodeId,
+        mut tx: Transmit,
+        now: Instant,
+        observe: &mut impl FnMut(NodeId, Option<PortId>, Instant),
+    ) {
+        loop {
+            if let (Some(l), Some(out)) = (self.link_index[from], self.outputs.as_mut()) {
                 if let Some(p) = out.pcap.as_mut() {
                     if let Err(e) = p.write(l, now, &tx.pkt) {
                         self.io_error.get_or_insert(e);
                     }
                 }
             }
-            let Some(&(to, port)) = self.wires[id].get(usize::from(tx.port.0)) else {
-                continue;
+            let Some(&(to, port)) = self.wires[from].get(usize::from(tx.port.0)) else {
+                return;
             };
             match &mut self.nodes[to] {
                 SimNode::Link(link) => {
                     observe(to, Some(port), now);
                     link.handle_packet(now, port, tx.pkt);
                     self.q.arm(to, link.poll_timeout());
+                    return;
                 }
                 SimNode::Router(r) if r.forwards_only() => {
                     observe(to, Some(port), now);
-                    r.handle_packet(now, port, tx.pkt);
-                    self.flush(to, observe);
+                    let Some(next) = r.forward(now, port, tx.pkt) else {
+                        return;
+                    };
+                    (from, tx) = (to, next);
                 }
-                _ => self.q.push_now(Event::Deliver {
-                    to,
-                    port,
-                    pkt: tx.pkt,
-                }),
+                _ => {
+                    self.q.push_now(Event::Deliver {
+                        to,
+                        port,
+                        pkt: tx.pkt,
+                    });
+                    return;
+                }
             }
         }
-        self.q.arm(id, self.nodes[id].poll_timeout());
     }
 
     /// Append the DAMA superframe records and new RTT samples to `dama.csv` / `rtt.csv`.

@@ -145,6 +145,40 @@ impl Router {
         }
         port
     }
+
+    /// A packet arrived on `port`: what a router that [`forwards_only`](Self::forwards_only)
+    /// sends at once, returned instead of queued for [`Node::poll_transmit`] (a driver that
+    /// hands the result straight on saves the queue and the polls). `None` when the packet was
+    /// dropped (counted and logged as by `handle_packet`), or went to the middlebox or the
+    /// multicast half, whose output `poll_transmit` still yields.
+    pub fn forward(&mut self, now: Instant, port: PortId, mut pkt: Packet) -> Option<Transmit> {
+        // The TTL decrement below patches the header checksum (RFC 1624); nothing else is
+        // written.
+        let h = pkt.header_mut_patching_checksums();
+        if h.len() < 20 || h[0] >> 4 != 4 {
+            self.stats.malformed += 1;
+            self.drops.push(Dropped::of(&pkt, DropReason::Malformed));
+            return None;
+        }
+        if h[16] & 0xf0 == 0xe0 {
+            self.handle_multicast(now, port, pkt);
+            return None;
+        }
+        if !decrement_ttl(h) {
+            self.stats.ttl_expired += 1;
+            self.drops.push(Dropped::of(&pkt, DropReason::TtlExpired));
+            return None;
+        }
+        if let Some(mb) = self.middlebox.as_mut() {
+            // Everything, including packets for the router itself (tunnel endpoints), goes to
+            // the middlebox; what it sends is routed in `poll_transmit`.
+            mb.handle_packet(now, port, pkt);
+            return None;
+        }
+        let out = self.route(&pkt)?;
+        self.stats.forwarded += 1;
+        Some(Transmit { port: out, pkt })
+    }
 }
 
 /// Decrement the TTL and patch the header checksum incrementally (RFC 1624); the TTL is the
@@ -162,33 +196,10 @@ pub(crate) fn decrement_ttl(h: &mut [u8]) -> bool {
 }
 
 impl Node for Router {
-    fn handle_packet(&mut self, now: Instant, port: PortId, mut pkt: Packet) {
-        // The TTL decrement below patches the header checksum (RFC 1624); nothing else is
-        // written.
-        let h = pkt.header_mut_patching_checksums();
-        if h.len() < 20 || h[0] >> 4 != 4 {
-            self.stats.malformed += 1;
-            self.drops.push(Dropped::of(&pkt, DropReason::Malformed));
-            return;
+    fn handle_packet(&mut self, now: Instant, port: PortId, pkt: Packet) {
+        if let Some(tx) = self.forward(now, port, pkt) {
+            self.out.push_back(tx);
         }
-        if h[16] & 0xf0 == 0xe0 {
-            self.handle_multicast(now, port, pkt);
-            return;
-        }
-        if !decrement_ttl(h) {
-            self.stats.ttl_expired += 1;
-            self.drops.push(Dropped::of(&pkt, DropReason::TtlExpired));
-            return;
-        }
-        if let Some(mb) = self.middlebox.as_mut() {
-            // Everything, including packets for the router itself (tunnel endpoints), goes to
-            // the middlebox; what it sends is routed in `poll_transmit`.
-            mb.handle_packet(now, port, pkt);
-            return;
-        }
-        let Some(out) = self.route(&pkt) else { return };
-        self.stats.forwarded += 1;
-        self.out.push_back(Transmit { port: out, pkt });
     }
 
     fn handle_timeout(&mut self, now: Instant) {
@@ -293,6 +304,50 @@ mod tests {
         let d = r.poll_drop().expect("reported");
         assert_eq!((d.reason, d.id), (DropReason::NoRoute, 77));
         assert!(r.poll_drop().is_none());
+    }
+
+    /// `forward` hands back exactly what `handle_packet` would queue (TTL 64 → 63, checksum
+    /// patched, counted as forwarded) and queues nothing itself; a dropped packet is counted
+    /// and logged the same way, and yields `None`.
+    #[test]
+    fn forward_returns_what_handle_packet_queues() {
+        let ip = Ipv4Repr {
+            src: Ipv4Addr::new(10, 0, 0, 1),
+            dst: Ipv4Addr::new(10, 0, 3, 1),
+            protocol: IPPROTO_TCP,
+            ttl: 64,
+            ident: 9,
+            dscp_ecn: 0,
+            payload_len: 0,
+        };
+        let tcp = TcpRepr {
+            src_port: 5,
+            dst_port: 6,
+            payload_len: 1448,
+            ..TcpRepr::default()
+        };
+        let build =
+            |ttl: u8| Packet::build(1448, |b| emit_ipv4_tcp(&Ipv4Repr { ttl, ..ip }, &tcp, b));
+        let (mut a, mut b) = (Router::new(), Router::new());
+        for r in [&mut a, &mut b] {
+            r.add_route(ip.dst, PortId(2));
+        }
+        a.handle_packet(Instant::ZERO, PortId(0), build(64));
+        let queued = a.poll_transmit(Instant::ZERO).expect("queued");
+        let direct = b
+            .forward(Instant::ZERO, PortId(0), build(64))
+            .expect("forwarded");
+        assert_eq!(direct.port, PortId(2));
+        assert_eq!(direct.pkt.header(), queued.pkt.header());
+        assert_eq!(direct.pkt.header()[8], 63);
+        assert!(b.poll_transmit(Instant::ZERO).is_none());
+        assert_eq!((b.stats().forwarded, a.stats().forwarded), (1, 1));
+        assert!(b.forward(Instant::ZERO, PortId(0), build(1)).is_none());
+        assert_eq!((b.stats().ttl_expired, b.stats().forwarded), (1, 1));
+        assert_eq!(
+            b.poll_drop().map(|d| d.reason),
+            Some(DropReason::TtlExpired)
+        );
     }
 
     /// A multicast packet the multicast half refuses is reported with that half's reason, not
