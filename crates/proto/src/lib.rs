@@ -31,6 +31,7 @@ pub mod snoop;
 pub mod supercharger;
 pub mod tcp;
 pub mod time;
+pub mod timer_heap;
 pub mod tunnel;
 pub mod units;
 pub mod vj;

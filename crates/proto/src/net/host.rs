@@ -6,6 +6,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::net::Ipv4Addr;
 
 use crate::tcp::TcpEndpoint;
+use crate::timer_heap::TimerHeap;
 use crate::wire::{
     emit_ipv4_tcp, emit_ipv4_udp, ipv4_udp, parse_packet, parse_udp_packet, Ipv4Repr, UdpRepr,
     IPPROTO_UDP, UDP_STAMP_LEN,
@@ -90,9 +91,9 @@ pub struct Host {
     addr: Ipv4Addr,
     conns: Vec<Conn>,
     by_tuple: HashMap<(u16, Ipv4Addr, u16), usize, FastHash>,
-    /// Every connection's deadline, ordered: `poll_timeout` is the first entry and
+    /// Every connection's deadline, indexed: `poll_timeout` is the earliest and
     /// `handle_timeout` visits only the due ones, instead of scanning all connections.
-    timers: BTreeSet<(Instant, usize)>,
+    timers: TimerHeap,
     /// Scratch for `handle_timeout` (the due connections, in index order).
     due: Vec<usize>,
     /// Connections touched since their output was last drained (a stack; duplicates harmless).
@@ -122,7 +123,7 @@ impl Host {
             addr,
             conns: Vec::new(),
             by_tuple: HashMap::default(),
-            timers: BTreeSet::new(),
+            timers: TimerHeap::new(),
             due: Vec::new(),
             dirty: Vec::new(),
             ident: 0,
@@ -314,12 +315,7 @@ impl Host {
         c_deadline(c, start);
         let new = c.deadline;
         if old != new {
-            if let Some(d) = old {
-                self.timers.remove(&(d, i));
-            }
-            if let Some(d) = new {
-                self.timers.insert((d, i));
-            }
+            self.timers.set(i, new);
         }
     }
 
@@ -391,7 +387,7 @@ impl Node for Host {
         // visit it in connection order, as a scan of all connections would.
         let mut due = std::mem::take(&mut self.due);
         due.clear();
-        due.extend(self.timers.range(..=(now, usize::MAX)).map(|&(_, i)| i));
+        self.timers.due(now, &mut due);
         due.sort_unstable();
         for &i in &due {
             let c = &mut self.conns[i];
@@ -456,7 +452,7 @@ impl Node for Host {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        let tcp = self.timers.first().map(|&(d, _)| d);
+        let tcp = self.timers.first();
         let udp = self.udp_timers.first().map(|&(u, _)| u);
         let groups = self.groups.as_ref().and_then(|g| g.poll_timeout());
         // Pairwise: `[..].into_iter().flatten().min()` did not fold away, and this runs after
