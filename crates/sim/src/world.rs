@@ -290,18 +290,86 @@ impl RunResult {
 
 const TICK_SAMPLE: u32 = 0;
 
+/// What the event loop reads of a node on every event besides the node itself, in one
+/// 32-byte record: with a host pair per flow (10 000 flows: 60 000 nodes) each separate
+/// per-node array was a cache miss of its own on every event.
+#[derive(Clone, Copy, Debug)]
+struct NodeMeta {
+    /// `samples` when its openers were last folded into `max_cwnd` (or it last had an event).
+    folded_at: u64,
+    /// Finished openers on this host at the last look, to notice new ones cheaply.
+    host_done: u32,
+    /// Where port 0 leads (every node but a router has that one port only).
+    wire0: (u32, PortId),
+    /// With more than one port: where its wires start in `Simulation::more_wires`.
+    wires_at: u32,
+    /// Its number of ports.
+    wires_len: u16,
+    /// The scenario link it models (`NO_LINK` for hosts, routers and DAMA return links).
+    link: u32,
+}
+
+const NO_LINK: u32 = u32::MAX;
+const _: () = assert!(std::mem::size_of::<NodeMeta>() == 32);
+
+impl NodeMeta {
+    /// The records for `wires` (per node, per port: where it leads) and `link_index`; node ids
+    /// and link indices fit in 32 bits (4 G nodes would not fit in memory anyway).
+    fn all(wires: &[Vec<(NodeId, PortId)>], link_index: &[Option<usize>]) -> Vec<Self> {
+        let mut at = 0;
+        wires
+            .iter()
+            .zip(link_index)
+            .map(|(w, l)| {
+                let m = Self {
+                    folded_at: 0,
+                    host_done: 0,
+                    wire0: w
+                        .first()
+                        .map_or((u32::MAX, PortId(0)), |&(to, p)| (to as u32, p)),
+                    wires_at: at as u32,
+                    wires_len: w.len() as u16,
+                    link: l.map_or(NO_LINK, |l| l as u32),
+                };
+                if w.len() > 1 {
+                    at += w.len();
+                }
+                m
+            })
+            .collect()
+    }
+
+    /// Where a packet sent out of `port` goes.
+    #[inline]
+    fn wire(&self, port: PortId, more: &[(NodeId, PortId)]) -> Option<(NodeId, PortId)> {
+        let p = usize::from(port.0);
+        if p >= usize::from(self.wires_len) {
+            return None;
+        }
+        if p == 0 {
+            return Some((self.wire0.0 as NodeId, self.wire0.1));
+        }
+        more.get(self.wires_at as usize + p).copied()
+    }
+
+    #[inline]
+    fn link(&self) -> Option<usize> {
+        (self.link != NO_LINK).then_some(self.link as usize)
+    }
+}
+
 /// A simulation built from a scenario.
 pub struct Simulation {
     scenario: Scenario,
     q: EventQueue,
     nodes: Vec<SimNode>,
-    /// For each node, for each of its ports, the (link node, port 0) it feeds; for each link
-    /// node, port 0 leads to the node at its far end.
-    wires: Vec<Vec<(NodeId, PortId)>>,
+    /// What every event reads of its node besides the node itself (see [`NodeMeta`]).
+    meta: Vec<NodeMeta>,
+    /// For each node with more than one port, its wires: `meta[id].wires_at ..` holds
+    /// `meta[id].wires_len` of them.
+    more_wires: Vec<(NodeId, PortId)>,
     /// Node id of each scenario link.
     link_node: Vec<NodeId>,
-    /// Scenario link index of each node (links only).
-    link_index: Vec<Option<usize>>,
     /// For each node, for each arrival port, the scenario link that feeds it.
     in_links: Vec<Vec<Option<usize>>>,
     flows: Vec<FlowLoc>,
@@ -329,13 +397,9 @@ pub struct Simulation {
     /// host's first event after a sample (their cwnd cannot change without one, so it is the
     /// value every sample since saw), not by a walk over every flow at every sample.
     samples: u64,
-    /// Per node: `samples` when its openers were last folded (or it last had an event).
-    folded_at: Vec<u64>,
     /// Per node: the flows whose opener it hosts.
     openers_on: Vec<Vec<usize>>,
     done_flows: usize,
-    /// Finished openers per host node, to notice new ones cheaply.
-    host_done: Vec<usize>,
     /// Flows whose opener finished but whose data has not all reached the listener's app.
     pending: Vec<usize>,
     /// When each flow completed (see [`Simulation::done_at`]).
@@ -430,7 +494,7 @@ impl Simulation {
             link_node.push(id);
             link_port.push(port);
         }
-        let mut link_index = vec![None; nodes.len()];
+        let mut link_index: Vec<Option<usize>> = vec![None; nodes.len()];
         let mut in_links: Vec<Vec<Option<usize>>> = vec![Vec::new(); nodes.len()];
         for (i, &id) in link_node.iter().enumerate() {
             if dama_of_link[i].is_none() {
@@ -618,7 +682,6 @@ impl Simulation {
             flow_by_ends,
             max_cwnd: vec![0; n_flows],
             samples: 0,
-            folded_at: vec![0; n_total],
             openers_on: {
                 let mut on = vec![Vec::new(); n_total];
                 for (i, loc) in flows.iter().enumerate().filter(|(_, l)| !l.udp) {
@@ -629,15 +692,19 @@ impl Simulation {
             scenario: scenario.clone(),
             q,
             nodes,
-            wires,
+            meta: NodeMeta::all(&wires, &link_index),
+            more_wires: wires
+                .iter()
+                .filter(|w| w.len() > 1)
+                .flatten()
+                .copied()
+                .collect(),
             link_node,
-            link_index,
             in_links,
             tcp_flows: flows.iter().filter(|l| !l.udp).count(),
             flows,
             outputs: None,
             done_flows: 0,
-            host_done: vec![0; n_total],
             pending: Vec::new(),
             complete_at: vec![None; n_flows],
             dama_nodes: dama_node.into_iter().flatten().collect(),
@@ -797,7 +864,7 @@ impl Simulation {
 
     /// The scenario link a node id models (`None` for hosts, routers and DAMA return links).
     pub fn link_of_node(&self, node: NodeId) -> Option<usize> {
-        self.link_index.get(node).copied().flatten()
+        self.meta.get(node).and_then(NodeMeta::link)
     }
 
     /// For each node, for each arrival port, the scenario link whose packets arrive there
@@ -856,7 +923,7 @@ impl Simulation {
             let id = match ev {
                 Event::Deliver { to, port, pkt } => {
                     observe(to, Some(port), self.q.now());
-                    if self.folded_at[to] != self.samples {
+                    if self.meta[to].folded_at != self.samples {
                         self.fold_max_cwnd(to);
                     }
                     if pkt.payload_len > 0 && matches!(self.nodes[to], SimNode::Host(_)) {
@@ -867,7 +934,7 @@ impl Simulation {
                 }
                 Event::Wake { node } => {
                     observe(node, None, self.q.now());
-                    if self.folded_at[node] != self.samples {
+                    if self.meta[node].folded_at != self.samples {
                         self.fold_max_cwnd(node);
                     }
                     self.nodes[node].handle_timeout(self.q.now());
@@ -885,8 +952,10 @@ impl Simulation {
             self.flush(id, &mut observe);
             if let SimNode::Host(h) = &self.nodes[id] {
                 let d = h.done_count();
-                if d != self.host_done[id] {
-                    self.host_done[id] = d;
+                // A host's openers number far below 2^32.
+                let d = d as u32;
+                if d != self.meta[id].host_done {
+                    self.meta[id].host_done = d;
                     self.openers_finished(id);
                 }
                 if !self.pending.is_empty() {
@@ -906,7 +975,7 @@ impl Simulation {
     /// sample saw; fold it into `max_cwnd` before the event changes it.
     #[cold]
     fn fold_max_cwnd(&mut self, node: NodeId) {
-        self.folded_at[node] = self.samples;
+        self.meta[node].folded_at = self.samples;
         if let SimNode::Host(h) = &self.nodes[node] {
             for &f in &self.openers_on[node] {
                 let cwnd = h.conns()[self.flows[f].opener.1].ep.cwnd();
@@ -944,14 +1013,15 @@ impl Simulation {
         observe: &mut impl FnMut(NodeId, Option<PortId>, Instant),
     ) {
         loop {
-            if let (Some(l), Some(out)) = (self.link_index[from], self.outputs.as_mut()) {
+            let meta = self.meta[from];
+            if let (Some(l), Some(out)) = (meta.link(), self.outputs.as_mut()) {
                 if let Some(p) = out.pcap.as_mut() {
                     if let Err(e) = p.write(l, now, &tx.pkt) {
                         self.io_error.get_or_insert(e);
                     }
                 }
             }
-            let Some(&(to, port)) = self.wires[from].get(usize::from(tx.port.0)) else {
+            let Some((to, port)) = meta.wire(tx.port, &self.more_wires) else {
                 return;
             };
             match &mut self.nodes[to] {
