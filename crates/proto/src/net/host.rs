@@ -104,6 +104,9 @@ pub struct Host {
     stats: HostStats,
     /// Forwarding of packets addressed to other nodes.
     router: Router,
+    /// The router may hold packets to forward: only then is it polled (an end host's every
+    /// poll used to read it, a cache miss of its own with a host per flow).
+    forwarding: bool,
     /// Networks the scenario places behind this host (`subnets`).
     subnets: PrefixTable<()>,
     /// Multicast groups the host joins and leaves (`groups`).
@@ -131,6 +134,7 @@ impl Host {
             done: 0,
             stats: HostStats::default(),
             router: Router::new(),
+            forwarding: false,
             subnets: PrefixTable::default(),
             groups: None,
             udp: Vec::new(),
@@ -356,6 +360,7 @@ impl Node for Host {
             }
             // Not ours: forward like a router (the scenario lets any node forward).
             self.router.handle_packet(now, port, pkt);
+            self.forwarding = true;
             return;
         }
         if pkt.header().get(9) == Some(&IPPROTO_UDP) {
@@ -405,8 +410,11 @@ impl Node for Host {
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
-        if let Some(tx) = self.router.poll_transmit(now) {
-            return Some(tx);
+        if self.forwarding {
+            if let Some(tx) = self.router.poll_transmit(now) {
+                return Some(tx);
+            }
+            self.forwarding = false;
         }
         while let Some((dst, msg)) = self.groups.as_mut().and_then(|g| g.poll_message()) {
             let Some(port) = self.router.route_of(dst) else {
