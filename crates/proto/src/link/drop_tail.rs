@@ -37,17 +37,22 @@ impl DropTail {
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &QueuedPacket> {
         self.fifo.iter()
     }
-}
 
-impl QueueDisc for DropTail {
-    fn enqueue(&mut self, _now: Instant, entry: QueuedPacket) -> Result<(), QueuedPacket> {
+    /// Whether `entry` fits under both limits on top of what waits.
+    pub fn admits(&self, entry: &QueuedPacket) -> bool {
         let too_many = self
             .limit_packets
             .is_some_and(|limit| self.fifo.len() + 1 > limit);
         let too_big = self
             .limit_bytes
             .is_some_and(|limit| self.fifo.bytes() + entry.pkt.wire_len() > limit);
-        if too_many || too_big {
+        !(too_many || too_big)
+    }
+}
+
+impl QueueDisc for DropTail {
+    fn enqueue(&mut self, _now: Instant, entry: QueuedPacket) -> Result<(), QueuedPacket> {
+        if !self.admits(&entry) {
             return Err(entry);
         }
         self.fifo.push_back(entry);

@@ -493,27 +493,33 @@ impl Link {
             }
         }
         self.account_queue(t);
-        if let Some(mut entry) = self.queue.dequeue(t) {
-            if let Some(vj) = &mut self.vj {
-                vj.compressor.compress_packet(&mut entry.pkt);
-            }
-            let len = frame_len(entry.pkt.wire_len(), self.encap_overhead);
-            let finish = match &mut self.schedules {
-                Some(s) => s.finish(t, len, self.rate),
-                None => t + self.rate.tx_time(len),
-            };
-            let frame = self.arq.as_mut().map_or(0, |a| {
-                a.next_frame += 1;
-                a.next_frame
-            });
-            self.serialising = Some(Serialising {
-                entry,
-                start: t,
-                finish,
-                frame,
-                tries: 0,
-            });
+        if let Some(entry) = self.queue.dequeue(t) {
+            self.serialise(t, entry);
         }
+    }
+
+    /// Put `entry`, just taken from the queue, on the idle serialiser at `t`.
+    #[inline]
+    fn serialise(&mut self, t: Instant, mut entry: QueuedPacket) {
+        if let Some(vj) = &mut self.vj {
+            vj.compressor.compress_packet(&mut entry.pkt);
+        }
+        let len = frame_len(entry.pkt.wire_len(), self.encap_overhead);
+        let finish = match &mut self.schedules {
+            Some(s) => s.finish(t, len, self.rate),
+            None => t + self.rate.tx_time(len),
+        };
+        let frame = self.arq.as_mut().map_or(0, |a| {
+            a.next_frame += 1;
+            a.next_frame
+        });
+        self.serialising = Some(Serialising {
+            entry,
+            start: t,
+            finish,
+            frame,
+            tries: 0,
+        });
     }
 
     /// Sum the queue integrals up to `t`; call before every change of the queue.
@@ -540,6 +546,27 @@ impl Node for Link {
             enqueued_at: now,
         };
         self.account_queue(now);
+        // An idle, plain link with an empty drop-tail queue: the packet would go in and come
+        // straight out (what `start_next` does, without the queue's push and pop). Most
+        // arrivals on a link that is not the bottleneck are of this kind.
+        let idle = self.serialising.is_none()
+            && self.rate.bps() > 0
+            && self.channel.is_none()
+            && self.schedules.is_none()
+            && self.held_until.is_none()
+            && self.arq.is_none();
+        if idle {
+            match self.queue.admits_straight_through(&entry) {
+                Some(true) => return self.serialise(now, entry),
+                Some(false) => {
+                    self.stats.queue_drops += 1;
+                    self.drops
+                        .push(Dropped::of(&entry.pkt, DropReason::QueueFull));
+                    return;
+                }
+                None => {}
+            }
+        }
         if let Err(refused) = self.queue.enqueue(now, entry) {
             self.stats.queue_drops += 1;
             self.drops

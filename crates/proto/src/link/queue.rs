@@ -93,6 +93,16 @@ impl AnyQueue {
         self
     }
 
+    /// For an empty drop-tail queue in front of an idle serialiser: whether `entry` would be
+    /// taken in (and so, at once, taken out again). `None` for disciplines that must see every
+    /// packet pass through them (the ACK queues rewrite and count what they hold).
+    pub fn admits_straight_through(&self, entry: &QueuedPacket) -> Option<bool> {
+        match self {
+            Self::DropTail(q) if q.len_packets() == 0 => Some(q.admits(entry)),
+            _ => None,
+        }
+    }
+
     /// [`with_epoch`](Self::with_epoch) on a queue already in place (a link's).
     pub fn set_epoch(&mut self, epoch: u32) {
         if let Self::Ack(q) = self {

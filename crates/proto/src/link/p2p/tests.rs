@@ -269,6 +269,32 @@ fn drop_tail_by_bytes() {
 }
 
 #[test]
+fn an_idle_link_still_drops_what_its_queue_would_refuse() {
+    // The queue admits a packet before the serialiser takes it, idle or not: with a 900-byte
+    // limit a 1000-byte packet is dropped at an idle link and a 500-byte one passes; with a
+    // packet limit of 0 nothing ever passes.
+    let mut l = link(&config(MBPS, 250, None, Some(900)));
+    let out = drive(
+        &mut l,
+        vec![(ms(0), pkt(1, 1000)), (ms(1), pkt(2, 500))],
+        &[0],
+        true,
+    );
+    assert_eq!(out, [(ms(255), 2)]);
+    let s = l.stats();
+    assert_eq!((s.arrivals, s.queue_drops, s.delivered_packets), (2, 1, 1));
+    assert_eq!(
+        l.poll_drop().map(|d| (d.id, d.reason)),
+        Some((1, DropReason::QueueFull))
+    );
+    let mut l = link(&config(MBPS, 250, Some(0), None));
+    let out = drive(&mut l, burst(3, 1000), &[0], true);
+    assert!(out.is_empty());
+    assert_eq!((l.stats().queue_drops, l.is_busy()), (3, false));
+    assert_accounted(&l);
+}
+
+#[test]
 fn packet_arriving_as_the_serialiser_frees_finds_the_slot_free_in_either_order() {
     for timeouts_first in [true, false] {
         // Limit 1 waiting: #1 serialises 0–8 ms, #2 waits; #3 arrives at 8 ms exactly, when #2
