@@ -101,6 +101,11 @@ impl Bitrate {
         if self == Self::INFINITE {
             return Duration::ZERO;
         }
+        // Any packet (under 2.3 GB) fits the product in 64 bits: one division instead of the
+        // 128-bit one, which is a library call (this runs once per packet per link).
+        if let Some(bits) = bytes.checked_mul(8_000_000_000) {
+            return Duration(bits.div_ceil(self.0));
+        }
         let bits = u128::from(bytes) * 8 * 1_000_000_000;
         let ns = bits.div_ceil(u128::from(self.0));
         Duration(u64::try_from(ns).unwrap_or(u64::MAX))
@@ -197,6 +202,17 @@ mod tests {
         // 40-byte ACK at 9.6 kb/s: 33.333… ms, rounded up.
         assert_eq!(Bitrate(9_600).tx_time(40), Duration(33_333_334));
         assert_eq!(Bitrate(0).tx_time(1), Duration::MAX);
+    }
+
+    proptest::proptest! {
+        /// The 64-bit path gives exactly the 128-bit ceiling, on both sides of where the
+        /// product stops fitting in 64 bits.
+        #[test]
+        fn tx_time_is_the_exact_ceiling(bytes in proptest::prop_oneof![0u64..100_000, 2_305_843_000u64..2_305_844_000, 0u64..u64::MAX / 8], bps in 1u64..u64::MAX - 1) {
+            let exact = (u128::from(bytes) * 8_000_000_000).div_ceil(u128::from(bps));
+            let want = Duration(u64::try_from(exact).unwrap_or(u64::MAX));
+            proptest::prop_assert_eq!(Bitrate(bps).tx_time(bytes), want);
+        }
     }
 
     #[test]
