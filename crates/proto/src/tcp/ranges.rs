@@ -131,5 +131,33 @@ mod tests {
                 prop_assert!(w[0].1 < w[1].0, "not disjoint/merged: {:?}", r.as_slice());
             }
         }
+
+        /// Inserts and `remove_below` interleaved: the set is always the bitmap's runs.
+        #[test]
+        fn remove_below_matches_a_bitmap(ops in proptest::collection::vec((any::<bool>(), 0u64..200, 0u64..40), 0..60)) {
+            let mut r = RangeSet::default();
+            let mut bits = [false; 240];
+            for (remove, s, len) in ops {
+                if remove {
+                    r.remove_below(s);
+                    bits[..s as usize].fill(false);
+                } else {
+                    r.insert(s, s + len);
+                    bits[s as usize..(s + len) as usize].fill(true);
+                }
+                let mut runs = Vec::new();
+                let mut i = 0;
+                while i < bits.len() {
+                    if bits[i] {
+                        let start = i;
+                        while i < bits.len() && bits[i] { i += 1; }
+                        runs.push((start as u64, i as u64));
+                    } else {
+                        i += 1;
+                    }
+                }
+                prop_assert_eq!(r.as_slice(), &runs[..]);
+            }
+        }
     }
 }
