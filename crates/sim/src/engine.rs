@@ -370,11 +370,31 @@ impl EventQueue {
     }
 
     /// Ask for `node` to be woken at `deadline` (its current `poll_timeout`).
+    ///
+    /// A deadline already past is armed for now, and remembered as such: `pop` knows a
+    /// wake-up as current by its instant, so remembering the past one would make it look
+    /// stale and leave the node asleep.
     pub fn arm(&mut self, node: NodeId, deadline: Option<Instant>) {
         let Some(at) = deadline else { return };
         if self.armed[node].is_none_or(|armed| at < armed) {
+            let at = at.max(self.now);
             self.armed[node] = Some(at);
-            self.push(at, Event::Wake { node });
+            // `push` for a wake-up, without its matching on the event.
+            let seq = self.seq;
+            self.seq += 1;
+            if at == self.now {
+                self.immediate.push_back(Entry {
+                    at,
+                    seq,
+                    event: Event::Wake { node },
+                });
+            } else {
+                self.heap.push(Key {
+                    at,
+                    seq,
+                    what: node as u64,
+                });
+            }
         }
     }
 
@@ -567,6 +587,27 @@ mod tests {
             "the stale 100 ns wake-up must be skipped"
         );
         assert_eq!(q.processed(), 1);
+    }
+
+    #[test]
+    fn a_deadline_already_past_wakes_the_node_now_and_later_ones_still_arm() {
+        let mut q = EventQueue::new(1);
+        q.push(Instant(50), Event::Tick(1));
+        assert_eq!(tick(&mut q), Some((50, 1)));
+        // A late driver may ask for an instant already gone: the node wakes at once.
+        q.arm(0, Some(Instant(20)));
+        assert!(matches!(
+            q.pop(Instant::FAR_FUTURE),
+            Some(Event::Wake { node: 0 })
+        ));
+        assert_eq!(q.now(), Instant(50));
+        // And is not left believing a wake-up is still pending.
+        q.arm(0, Some(Instant(60)));
+        assert!(matches!(
+            q.pop(Instant::FAR_FUTURE),
+            Some(Event::Wake { node: 0 })
+        ));
+        assert_eq!((q.now(), q.processed()), (Instant(60), 3));
     }
 
     #[test]
