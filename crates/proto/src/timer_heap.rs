@@ -156,6 +156,24 @@ impl TimerHeap {
 }
 
 #[cfg(test)]
+impl TimerHeap {
+    /// The heap order and the position index, checked everywhere.
+    fn check(&self) {
+        for (k, &(t, i)) in self.heap.iter().enumerate() {
+            if k > 0 {
+                assert!(
+                    self.heap[(k - 1) / 4].0 <= t,
+                    "heap order broken at {k}: {self:?}"
+                );
+            }
+            assert_eq!(self.pos[i as usize] as usize, k, "position of item {i}");
+        }
+        let present = self.pos.iter().filter(|&&p| p != ABSENT).count();
+        assert_eq!(present, self.heap.len());
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
@@ -167,6 +185,7 @@ mod tests {
         assert_eq!(h.first(), None);
         h.set(0, Some(Instant(50)));
         assert_eq!(h.first(), Some(Instant(50)));
+        assert!(!h.is_empty());
         h.set(0, Some(Instant(80)));
         assert_eq!(
             (h.first(), h.get(0), h.len()),
@@ -202,6 +221,7 @@ mod tests {
             let mut model: BTreeMap<usize, u64> = BTreeMap::new();
             for (i, t) in ops {
                 h.set(i, t.map(Instant));
+                h.check();
                 match t {
                     Some(t) => { model.insert(i, t); }
                     None => { model.remove(&i); }

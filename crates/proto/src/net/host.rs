@@ -591,6 +591,88 @@ mod tests {
         assert!(h.poll_drop().is_none());
     }
 
+    /// Two hosts, a bulk transfer between them over a 10 ms path: after every step each
+    /// host's `poll_timeout` is exactly its connection's own deadline (the opener's start
+    /// until it starts, then the endpoint's timers), so the indexed heap follows every move.
+    #[test]
+    fn poll_timeout_follows_the_connection_deadline() {
+        let (a_addr, b_addr) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        let start = Instant(5_000_000);
+        let mut a = Host::new(a_addr, 0);
+        let mut b = Host::new(b_addr, 1 << 40);
+        a.set_default_route(PortId(0));
+        b.set_default_route(PortId(0));
+        let cfg = crate::testnet::tcp(1000);
+        let bulk = App::BulkSender {
+            bytes: Some(200_000),
+            until: None,
+            written: 0,
+            closed: false,
+        };
+        a.add_conn(
+            0,
+            Role::Opener,
+            TcpEndpoint::new(cfg.clone(), (a_addr, 40_000), (b_addr, 80), 1),
+            bulk,
+            start,
+        );
+        b.add_conn(
+            0,
+            Role::Listener,
+            TcpEndpoint::new(cfg, (b_addr, 80), (a_addr, 40_000), 7),
+            App::Sink,
+            Instant::ZERO,
+        );
+        assert_eq!(a.poll_timeout(), Some(start));
+        let delay = crate::Duration::from_millis(10);
+        // (arrival, to_b, packet), in arrival order.
+        let mut wire: std::collections::VecDeque<(Instant, bool, Packet)> = Default::default();
+        let mut now = Instant::ZERO;
+        let mut steps = 0;
+        loop {
+            let next = [
+                a.poll_timeout(),
+                b.poll_timeout(),
+                wire.front().map(|w| w.0),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let Some(t) = next.filter(|&t| t < Instant(3_000_000_000)) else {
+                break;
+            };
+            now = now.max(t);
+            while wire.front().is_some_and(|w| w.0 <= now) {
+                let Some((_, to_b, pkt)) = wire.pop_front() else {
+                    break;
+                };
+                let h = if to_b { &mut b } else { &mut a };
+                h.handle_packet(now, PortId(0), pkt);
+            }
+            for (h, to_b) in [(&mut a, true), (&mut b, false)] {
+                if h.poll_timeout().is_some_and(|d| d <= now) {
+                    h.handle_timeout(now);
+                }
+                while let Some(tx) = h.poll_transmit(now) {
+                    wire.push_back((now + delay, to_b, tx.pkt));
+                }
+            }
+            for h in [&a, &b] {
+                let c = &h.conns()[0];
+                let own = if c.started {
+                    c.ep.poll_timeout()
+                } else {
+                    Some(c.start)
+                };
+                let own = [own, c.app.wake_at()].into_iter().flatten().min();
+                assert_eq!(h.poll_timeout(), own, "at {now:?}");
+            }
+            steps += 1;
+        }
+        assert!(steps > 20, "{steps} steps");
+        assert_eq!(b.conns()[0].ep.bytes_delivered(), 200_000);
+    }
+
     #[test]
     fn fast_hash_separates_addresses_that_differ_in_one_octet() {
         // Both the high and the low bits must vary, or hashbrown would pile these in one group.

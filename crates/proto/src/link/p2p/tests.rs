@@ -295,6 +295,21 @@ fn an_idle_link_still_drops_what_its_queue_would_refuse() {
 }
 
 #[test]
+fn a_packet_reaching_an_idle_paused_link_waits_for_the_grant() {
+    // Rate 0 from the start: the serialiser is idle and the queue empty, yet the packet must
+    // wait (not go straight onto a serialiser that would never finish it).
+    let mut l = link(&config(0, 250, Some(10), None));
+    l.handle_packet(ms(1), PortId(0), pkt(1, 1000));
+    assert_eq!(
+        (l.is_busy(), l.queue_len_packets(), l.poll_timeout()),
+        (false, 1, None)
+    );
+    l.set_rate(ms(100), Bitrate(MBPS));
+    let out = drive(&mut l, Vec::new(), &[0], true);
+    assert_eq!(out, [(ms(358), 1)]);
+}
+
+#[test]
 fn packet_arriving_as_the_serialiser_frees_finds_the_slot_free_in_either_order() {
     for timeouts_first in [true, false] {
         // Limit 1 waiting: #1 serialises 0–8 ms, #2 waits; #3 arrives at 8 ms exactly, when #2
