@@ -629,6 +629,7 @@ mod tests {
         let mut wire: std::collections::VecDeque<(Instant, bool, Packet)> = Default::default();
         let mut now = Instant::ZERO;
         let mut steps = 0;
+        let mut ids = Vec::new();
         loop {
             let next = [
                 a.poll_timeout(),
@@ -654,6 +655,7 @@ mod tests {
                     h.handle_timeout(now);
                 }
                 while let Some(tx) = h.poll_transmit(now) {
+                    ids.push(tx.pkt.id);
                     wire.push_back((now + delay, to_b, tx.pkt));
                 }
             }
@@ -670,6 +672,13 @@ mod tests {
             steps += 1;
         }
         assert!(steps > 20, "{steps} steps");
+        // Each host numbers its packets from its base, one by one.
+        let (from_a, from_b): (Vec<u64>, Vec<u64>) = ids.iter().partition(|&&i| i < 1 << 40);
+        assert!(from_a.iter().copied().eq(0..from_a.len() as u64));
+        assert!(from_b
+            .iter()
+            .copied()
+            .eq((1 << 40)..(1 << 40) + from_b.len() as u64));
         assert_eq!(b.conns()[0].ep.bytes_delivered(), 200_000);
     }
 
