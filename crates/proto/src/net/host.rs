@@ -682,6 +682,20 @@ mod tests {
         assert_eq!(b.conns()[0].ep.bytes_delivered(), 200_000);
     }
 
+    /// A connection to an address no route names: its SYN is counted as `no_route` (once per
+    /// attempt) and nothing leaves.
+    #[test]
+    fn a_segment_without_a_route_is_counted_and_not_sent() {
+        let (a_addr, far) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 9, 9, 9));
+        let mut a = Host::new(a_addr, 0);
+        a.add_route(Ipv4Addr::new(10, 0, 0, 2), PortId(0));
+        let ep = TcpEndpoint::new(crate::testnet::tcp(1000), (a_addr, 40_000), (far, 80), 1);
+        a.add_conn(0, Role::Opener, ep, App::Sink, Instant::ZERO);
+        a.handle_timeout(Instant::ZERO);
+        assert!(a.poll_transmit(Instant::ZERO).is_none());
+        assert_eq!(a.stats().no_route, 1);
+    }
+
     #[test]
     fn fast_hash_separates_addresses_that_differ_in_one_octet() {
         // Both the high and the low bits must vary, or hashbrown would pile these in one group.
