@@ -611,6 +611,24 @@ mod tests {
     }
 
     #[test]
+    fn wake_ups_at_one_instant_come_out_in_the_order_they_were_armed() {
+        // 60 nodes, every seventh due earlier: each group must come out in arming order, as
+        // the heap moves entries past one another.
+        let mut q = EventQueue::new(60);
+        for n in 0..60 {
+            q.arm(n, Some(Instant(if n % 7 == 3 { 5 } else { 10 })));
+        }
+        let order: Vec<usize> = std::iter::from_fn(|| match q.pop(Instant::FAR_FUTURE) {
+            Some(Event::Wake { node }) => Some(node),
+            _ => None,
+        })
+        .collect();
+        let early = (0..60).filter(|n| n % 7 == 3);
+        let late = (0..60).filter(|n| n % 7 != 3);
+        assert_eq!(order, early.chain(late).collect::<Vec<_>>());
+    }
+
+    #[test]
     fn pop_stops_at_end() {
         let mut q = EventQueue::new(0);
         q.push(Instant(5), Event::Tick(1));
