@@ -56,8 +56,9 @@ pub trait QueueDisc {
 pub enum AnyQueue {
     /// First in, first out, with packet and/or byte limits.
     DropTail(DropTail),
-    /// ACK suppression, filtering or compaction ([`crate::ack::AckQueue`]).
-    Ack(AckQueue),
+    /// ACK suppression, filtering or compaction ([`crate::ack::AckQueue`]); boxed, so that a
+    /// link with a drop-tail queue keeps its hot state in fewer cache lines.
+    Ack(Box<AckQueue>),
 }
 
 impl AnyQueue {
@@ -74,12 +75,12 @@ impl AnyQueue {
                     QueueKind::AckFiltering => AckMode::Filtering,
                     _ => AckMode::Compaction,
                 };
-                Self::Ack(AckQueue::new(
+                Self::Ack(Box::new(AckQueue::new(
                     mode,
                     &config.ack,
                     config.limit_packets,
                     config.limit_bytes.map(ByteSize::bytes),
-                ))
+                )))
             }
         }
     }
