@@ -391,14 +391,11 @@ pub struct Simulation {
     legs: Vec<Option<LegRecord>>,
     /// Flow index by its opener's (local, remote) address and port, to find a relay's legs.
     flow_by_ends: BTreeMap<Ends, usize>,
-    /// Largest opener cwnd seen at a sample instant (or at the end), per flow.
-    max_cwnd: Vec<u64>,
-    /// Sample instants so far. A host's openers are folded into `max_cwnd` lazily: at the
-    /// host's first event after a sample (their cwnd cannot change without one, so it is the
-    /// value every sample since saw), not by a walk over every flow at every sample.
+    /// Sample instants so far. A host's openers' cwnd is folded into their largest seen at a
+    /// sample instant (`Conn::max_cwnd`) lazily: at the host's first event after a sample
+    /// (their cwnd cannot change without one, so it is the value every sample since saw), not
+    /// by a walk over every flow at every sample.
     samples: u64,
-    /// Per node: the flows whose opener it hosts.
-    openers_on: Vec<Vec<usize>>,
     done_flows: usize,
     /// Flows whose opener finished but whose data has not all reached the listener's app.
     pending: Vec<usize>,
@@ -680,15 +677,7 @@ impl Simulation {
             legs: vec![None; split.len() * n_flows],
             split_routers: split,
             flow_by_ends,
-            max_cwnd: vec![0; n_flows],
             samples: 0,
-            openers_on: {
-                let mut on = vec![Vec::new(); n_total];
-                for (i, loc) in flows.iter().enumerate().filter(|(_, l)| !l.udp) {
-                    on[loc.opener.0].push(i);
-                }
-                on
-            },
             scenario: scenario.clone(),
             q,
             nodes,
@@ -972,15 +961,12 @@ impl Simulation {
     }
 
     /// A sample was taken since `node`'s last event: its openers' cwnd is still what that
-    /// sample saw; fold it into `max_cwnd` before the event changes it.
+    /// sample saw; fold it into their `Conn::max_cwnd` before the event changes it.
     #[cold]
     fn fold_max_cwnd(&mut self, node: NodeId) {
         self.meta[node].folded_at = self.samples;
-        if let SimNode::Host(h) = &self.nodes[node] {
-            for &f in &self.openers_on[node] {
-                let cwnd = h.conns()[self.flows[f].opener.1].ep.cwnd();
-                self.max_cwnd[f] = self.max_cwnd[f].max(cwnd);
-            }
+        if let SimNode::Host(h) = &mut self.nodes[node] {
+            h.fold_max_cwnd();
         }
     }
 
@@ -1423,7 +1409,7 @@ impl Simulation {
                     rto_expirations: st.rto_expirations,
                     dup_acks: st.dup_acks,
                     mean_srtt_ms: ep.rtt().mean().map(|d| d.as_secs_f64() * 1e3),
-                    max_cwnd_bytes: self.max_cwnd[i].max(ep.cwnd()),
+                    max_cwnd_bytes: self.conn(self.flows[i].opener).max_cwnd.max(ep.cwnd()),
                     legs: self.legs_of(i),
                     udp: None,
                 }

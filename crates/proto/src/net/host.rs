@@ -46,6 +46,10 @@ pub struct Conn {
     /// When the application finished its work.
     pub done_at: Option<Instant>,
     deadline: Option<Instant>,
+    /// Largest cwnd [`Host::fold_max_cwnd`] has seen (an opener's; a driver folds at its
+    /// sample instants). Kept here, beside the endpoint it reads, so that folding touches
+    /// nothing the connection's next segment does not.
+    pub max_cwnd: u64,
 }
 
 /// Counters of packets a host could not use.
@@ -214,6 +218,7 @@ impl Host {
             started: role == Role::Listener,
             done_at: None,
             deadline: None,
+            max_cwnd: 0,
         });
         self.refresh_deadline(i);
         i
@@ -294,6 +299,13 @@ impl Host {
         match (conn, stamp) {
             (Some(UdpEnd::Sink(k)), Some(stamp)) => k.handle_datagram(now, stamp, udp.payload_len),
             _ => self.stats.no_udp_sink += 1,
+        }
+    }
+
+    /// Fold every opener's cwnd now into its [`Conn::max_cwnd`].
+    pub fn fold_max_cwnd(&mut self) {
+        for c in self.conns.iter_mut().filter(|c| c.role == Role::Opener) {
+            c.max_cwnd = c.max_cwnd.max(c.ep.cwnd());
         }
     }
 
