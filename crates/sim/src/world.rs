@@ -5,6 +5,7 @@ use std::io;
 use std::net::Ipv4Addr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use satpep_output::{
     FlowSample, FlowSummary, GroupSummary, LegSummary, LinkSample, LinkSummary, MiddleboxSummary,
@@ -15,7 +16,7 @@ use satpep_proto::dama::DamaLink;
 use satpep_proto::link::{Link, LinkStats};
 use satpep_proto::middlebox::Middlebox;
 use satpep_proto::rand::Rng;
-use satpep_proto::tcp::TcpEndpoint;
+use satpep_proto::tcp::{TcpConfig, TcpEndpoint};
 use satpep_proto::{DropReason, Dropped, Duration, Instant, Node, Packet, PortId, Transmit};
 use satpep_scenario::{AppSpec, NodeKind, Scenario};
 
@@ -164,6 +165,30 @@ impl Node for SimNode {
             Self::Dama(n) => n.drop_counts(),
             Self::External(n) => n.drop_counts(),
         }
+    }
+}
+
+/// One shared copy of each TCP configuration the flows use (see `TcpEndpoint`'s `config`).
+/// Scenarios written with `count` repeat one configuration thousands of times; the few most
+/// recent distinct ones are compared, so set-up stays linear in the flows.
+#[derive(Default)]
+struct SharedConfigs {
+    recent: Vec<Arc<TcpConfig>>,
+}
+
+impl SharedConfigs {
+    const KEEP: usize = 4;
+
+    fn get(&mut self, c: &TcpConfig) -> Arc<TcpConfig> {
+        if let Some(a) = self.recent.iter().find(|a| ***a == *c) {
+            return Arc::clone(a);
+        }
+        let a = Arc::new(c.clone());
+        if self.recent.len() == Self::KEEP {
+            self.recent.remove(0);
+        }
+        self.recent.push(Arc::clone(&a));
+        a
     }
 }
 
@@ -570,6 +595,7 @@ impl Simulation {
             &dama_of_link,
         );
         let mut flows = Vec::new();
+        let mut configs = SharedConfigs::default();
         let modelled_flows = if external {
             &[][..]
         } else {
@@ -613,13 +639,13 @@ impl Simulation {
             let mut rng = Rng::for_component(scenario.seed, &format!("flow:{}", f.name));
             let (opener_app, listener_app) = apps_for(&f.app, start);
             let opener = TcpEndpoint::new(
-                f.tcp.clone(),
+                configs.get(&f.tcp),
                 (a, f.src_port),
                 (b, f.dst_port),
                 rng.next_u32(),
             );
             let listener = TcpEndpoint::new(
-                f.to_tcp.as_ref().unwrap_or(&f.tcp).clone(),
+                configs.get(f.to_tcp.as_ref().unwrap_or(&f.tcp)),
                 (b, f.dst_port),
                 (a, f.src_port),
                 rng.next_u32(),
@@ -1602,5 +1628,42 @@ fn add_udp(
         SimNode::Host(h) => h.add_udp(flow, local_port, remote, end),
         // The scenario loader rejects flows on routers.
         _ => usize::MAX,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Equal configurations come back as one shared copy; a different one gets its own, and
+    /// only the last `KEEP` distinct ones are remembered.
+    #[test]
+    fn shared_configs_hand_out_one_copy_per_recent_configuration() {
+        let mut shared = SharedConfigs::default();
+        let base = TcpConfig::default();
+        let a = shared.get(&base);
+        assert!(Arc::ptr_eq(&a, &shared.get(&base.clone())));
+        let others: Vec<TcpConfig> = (1..=SharedConfigs::KEEP as u16)
+            .map(|i| {
+                let mut c = TcpConfig::default();
+                c.mss = 1000 + i;
+                c
+            })
+            .collect();
+        let first_other = shared.get(&others[0]);
+        assert!(!Arc::ptr_eq(&a, &first_other));
+        assert_eq!(*first_other, others[0]);
+        assert!(Arc::ptr_eq(&a, &shared.get(&base)));
+        let last: Vec<_> = others[1..].iter().map(|o| shared.get(o)).collect();
+        // `KEEP` others came after `base`: it is forgotten, and a new copy is made.
+        let again = shared.get(&base);
+        assert!(!Arc::ptr_eq(&a, &again));
+        assert_eq!(*again, base);
+        assert_eq!(shared.recent.len(), SharedConfigs::KEEP);
+        // The most recent ones are still shared.
+        assert!(Arc::ptr_eq(
+            &last[last.len() - 1],
+            &shared.get(&others[others.len() - 1])
+        ));
     }
 }

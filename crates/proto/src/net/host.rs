@@ -642,6 +642,7 @@ mod tests {
         let mut now = Instant::ZERO;
         let mut steps = 0;
         let mut ids = Vec::new();
+        let mut seen_cwnd = 0;
         loop {
             let next = [
                 a.poll_timeout(),
@@ -671,6 +672,11 @@ mod tests {
                     wire.push_back((now + delay, to_b, tx.pkt));
                 }
             }
+            // Folding at every step (as a driver does at its sample instants) keeps the
+            // opener's largest cwnd seen; the listener's is never folded.
+            a.fold_max_cwnd();
+            b.fold_max_cwnd();
+            seen_cwnd = seen_cwnd.max(a.conns()[0].ep.cwnd());
             for h in [&a, &b] {
                 let c = &h.conns()[0];
                 let own = if c.started {
@@ -692,6 +698,9 @@ mod tests {
             .copied()
             .eq((1 << 40)..(1 << 40) + from_b.len() as u64));
         assert_eq!(b.conns()[0].ep.bytes_delivered(), 200_000);
+        assert!(seen_cwnd > 10_000, "cwnd grew: {seen_cwnd}");
+        assert_eq!(a.conns()[0].max_cwnd, seen_cwnd);
+        assert_eq!(b.conns()[0].max_cwnd, 0);
     }
 
     /// A connection to an address no route names: its SYN is counted as `no_route` (once per

@@ -24,6 +24,7 @@
 
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
+use std::sync::Arc;
 
 use super::bytes::ByteStore;
 use super::cc::hystart::CSS_GROWTH_DIVISOR;
@@ -187,7 +188,10 @@ struct SentSegment {
 /// A TCP endpoint. See the module documentation for the call order.
 #[derive(Clone, Debug)]
 pub struct TcpEndpoint {
-    config: TcpConfig,
+    /// Shared, never changed: connections built from one configuration can point at one copy,
+    /// which then stays in cache however many of them there are (with 10 000 flows each its
+    /// own copy was a cache miss on most segments).
+    config: Arc<TcpConfig>,
     local: (Ipv4Addr, u16),
     remote: (Ipv4Addr, u16),
     state: State,
@@ -293,11 +297,12 @@ impl TcpEndpoint {
 
     /// A closed endpoint between `local` and `remote` whose initial sequence number is `iss`.
     pub fn new(
-        config: TcpConfig,
+        config: impl Into<Arc<TcpConfig>>,
         local: (Ipv4Addr, u16),
         remote: (Ipv4Addr, u16),
         iss: u32,
     ) -> Self {
+        let config = config.into();
         let mss = u64::from(config.mss.max(1));
         let rtt = RttEstimator::for_config(&config, iss);
         let ssthresh = config
@@ -2985,7 +2990,7 @@ mod rack_tests {
     fn a_resent_loss_left_when_recovery_ends_starts_another_with_lost_out_reentry() {
         let resent_loss = |reentry: bool| {
             let mut ep = sender(&[0, 0, 0, 0]);
-            ep.config.lost_out_reentry = reentry;
+            Arc::make_mut(&mut ep.config).lost_out_reentry = reentry;
             ep.win.cwnd = 8000;
             ep.win.ssthresh = 8000;
             ep.sent_log[2].lost = true;
