@@ -91,36 +91,39 @@ pub struct UdpConn {
 
 /// A host node: demultiplexes segments to its connections and sends what they produce.
 #[derive(Clone, Debug)]
+// In declaration order, what every segment in or out reads first (see `Link`'s note): with
+// a host pair per flow each cache line of a host is a miss of its own.
+#[repr(C)]
 pub struct Host {
-    addr: Ipv4Addr,
     conns: Vec<Conn>,
     by_tuple: HashMap<(u16, Ipv4Addr, u16), usize, FastHash>,
     /// Every connection's deadline, indexed: `poll_timeout` is the earliest and
     /// `handle_timeout` visits only the due ones, instead of scanning all connections.
     timers: TimerHeap,
-    /// Scratch for `handle_timeout` (the due connections, in index order).
-    due: Vec<usize>,
     /// Connections touched since their output was last drained (a stack; duplicates harmless).
     dirty: Vec<usize>,
-    ident: u16,
     next_packet_id: u64,
-    done: usize,
-    stats: HostStats,
-    /// Forwarding of packets addressed to other nodes.
-    router: Router,
+    /// Multicast groups the host joins and leaves (`groups`).
+    groups: Option<Box<HostGroups>>,
+    addr: Ipv4Addr,
+    ident: u16,
     /// The router may hold packets to forward: only then is it polled (an end host's every
     /// poll used to read it, a cache miss of its own with a host per flow).
     forwarding: bool,
-    /// Networks the scenario places behind this host (`subnets`).
-    subnets: PrefixTable<()>,
-    /// Multicast groups the host joins and leaves (`groups`).
-    groups: Option<Box<HostGroups>>,
+    /// Forwarding of packets addressed to other nodes, and the routes of what it sends.
+    router: Router,
     /// UDP sources and sinks, their lookup by (local port, remote address, remote port), the
     /// sources' next send times, and datagrams built and not yet polled.
-    udp: Vec<UdpConn>,
-    udp_by_tuple: HashMap<(u16, Ipv4Addr, u16), usize, FastHash>,
     udp_timers: BTreeSet<(Instant, usize)>,
     udp_out: std::collections::VecDeque<Packet>,
+    udp: Vec<UdpConn>,
+    udp_by_tuple: HashMap<(u16, Ipv4Addr, u16), usize, FastHash>,
+    /// Scratch for `handle_timeout` (the due connections, in index order).
+    due: Vec<usize>,
+    done: usize,
+    stats: HostStats,
+    /// Networks the scenario places behind this host (`subnets`).
+    subnets: PrefixTable<()>,
 }
 
 impl Host {

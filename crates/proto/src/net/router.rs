@@ -28,6 +28,9 @@ pub struct RouterStats {
 /// Static-route IPv4 forwarding with TTL decrement (RFC 1812 §5.3.1) and an incrementally
 /// updated header checksum (RFC 1624), so captures downstream show what a real router sends.
 #[derive(Clone, Debug, Default)]
+// The route lookup's fields first, in this order: an end host routes every segment it sends
+// through its router (see `Host`'s note on cache lines).
+#[repr(C)]
 pub struct Router {
     routes: HashMap<Ipv4Addr, PortId, FastHash>,
     /// Routes to prefixes (subnets behind hosts), longest match, consulted after `routes`.
