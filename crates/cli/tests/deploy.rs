@@ -165,6 +165,9 @@ fn f(v: &serde_json::Value, k: &str) -> f64 {
 /// processes in them.
 #[test]
 fn no_pep_baseline_over_the_test_topology() {
+    // Its own emulator and 240 transfers would load the machine under the daemon tests'
+    // first-byte comparison.
+    let _turn = DAEMON_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     assert!(
         std::fs::read_to_string("/proc/self/status").is_ok_and(|s| s
             .lines()
@@ -441,16 +444,21 @@ fn server_retransmissions(h: &Harness) -> u64 {
         .unwrap_or_else(|| panic!("nstat: {text}{}", String::from_utf8_lossy(&o.stderr)))
 }
 
-/// The daemon tests take turns: each loads the 2-core machine with an emulator, two daemons
+/// The deployment tests take turns: each loads the 2-core machine with an emulator, daemons
 /// and transfers, and the split test's first-byte bound is 5 ms.
 static DAEMON_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Wait until `value()` has not changed for a second (at most 30 s): the path is quiet.
 fn settle(what: &str, value: impl Fn() -> f64) -> f64 {
+    settle_for(what, Duration::from_secs(1), value)
+}
+
+/// Wait until `value()` has not changed for `quiet` (at most 30 s).
+fn settle_for(what: &str, quiet: Duration, value: impl Fn() -> f64) -> f64 {
     let t0 = Instant::now();
     let mut last = value();
     loop {
-        std::thread::sleep(Duration::from_secs(1));
+        std::thread::sleep(quiet);
         let now = value();
         if now == last {
             return now;
@@ -463,9 +471,38 @@ fn settle(what: &str, value: impl Fn() -> f64) -> f64 {
     }
 }
 
+/// Packets sent across the satellite hop on purpose (forgeries, replays) that the far daemon
+/// counts: wait until `count()` reaches `sent`, or has stopped moving for two seconds (over
+/// three one-way delays), at most 20 s; returns the count.
+///
+/// The hop drops each packet with probability 1e-3 (PER, both ways), and which draws a phase's
+/// packets meet depends on the traffic before it: at least one of 120 such packets is lost in
+/// about 11 % of runs (a CI run of an exact check would fail that often). The count must be
+/// `sent` less at most 3 the hop lost: more than 3 of 50 lost has probability below 3e-7.
+fn counted_across_the_hop(what: &str, sent: f64, count: impl Fn() -> f64) -> f64 {
+    let t0 = Instant::now();
+    let (mut last, mut since) = (count(), Instant::now());
+    while last < sent && since.elapsed() < Duration::from_secs(2) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "{what}: {last} of {sent}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        let now = count();
+        if now != last {
+            (last, since) = (now, Instant::now());
+        }
+    }
+    assert!(
+        (sent - 3.0..=sent).contains(&last),
+        "{what}: {last} counted of {sent} sent across the hop"
+    );
+    last
+}
+
 /// The papers' mechanisms as daemons on the test topology, each against no PEP on the same
 /// path (docs/deploy.md, "Measured"): a split-TCP gateway adds nothing measurable to the time
-/// to first byte of a 1 KB response (within 5 ms of no PEP, best of 5 each), stays transparent
+/// to first byte of a 1 KB response (less than 5 ms more than no PEP, best of 5 each), stays transparent
 /// (the server sees the client's address) and delivers 1000 transfers byte-exact over the lossy
 /// hop, every one of them split (none refused by a limit, none reset); in packet mode the
 /// terminal shapes its return traffic to 200 kb/s (a return channel narrower than the ACKs of a
@@ -570,15 +607,14 @@ fn the_daemons_over_the_test_topology() {
     }
     forge("10.77.1.250");
     forge("10.77.1.2");
-    let t0 = Instant::now();
-    while gw.metric("satpep_ack_expander_bad_mac_total") < 50.0
-        || gw.metric("satpep_ack_expander_unknown_source_total") < 50.0
-    {
-        assert!(t0.elapsed() < Duration::from_secs(10), "{}", gw.dump());
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert_eq!(gw.metric("satpep_ack_expander_bad_mac_total"), 50.0);
-    assert_eq!(gw.metric("satpep_ack_expander_unknown_source_total"), 50.0);
+    // Each forgery crosses the lossy hop: counted, or lost there (`counted_across_the_hop`).
+    let bad_mac = counted_across_the_hop("bad MAC", 50.0, || {
+        gw.metric("satpep_ack_expander_bad_mac_total")
+    });
+    let unknown = counted_across_the_hop("unknown source", 50.0, || {
+        gw.metric("satpep_ack_expander_unknown_source_total")
+    });
+    println!("forgeries counted: {bad_mac} bad MAC, {unknown} unknown source, of 50 each");
     assert_eq!(
         gw.metric("satpep_ack_expander_regenerated_total"),
         regenerated,
@@ -637,9 +673,11 @@ fn the_daemons_over_the_test_topology() {
     let (_, split) = best_ttfb(&h, 5);
     let split_1mb = download(&h, 1_000_000);
     println!("split: first byte {split:.4} s, 1 MB {split_1mb:.2} s");
+    // What a relay could add is delay (PEPsal's waiting writes: about 200 ms); a split first
+    // byte faster than the baseline is the two best-of-5 samples' spread, not a fault.
     assert!(
-        (split - no_pep).abs() < 0.005,
-        "split TCP moved the first byte by {:.1} ms",
+        split - no_pep < 0.005,
+        "split TCP delayed the first byte by {:.1} ms",
         (split - no_pep) * 1e3
     );
     let before = std::fs::read_to_string(&peers).unwrap().lines().count();
@@ -781,7 +819,12 @@ fn tunnel_spoof_and_supercharger_daemons_over_the_test_topology() {
         "{r}"
     );
     let tun = |d: &Daemon, k: &str| d.metric(&format!("satpep_ipip_tunnel_{k}_total"));
-    let sent_up = settle("the terminal's tunnel", || tun(&term, "encapsulated"));
+    // Quiet for longer than a retransmission timeout on the 600 ms path: a connection's last
+    // FIN or ACK lost on the hop is sent again about 1.2 s later, and would be counted during
+    // the port-5002 transfer below.
+    let sent_up = settle_for("the terminal's tunnel", Duration::from_secs(3), || {
+        tun(&term, "encapsulated")
+    });
     let r = h.xfer(
         &format!(
             "many --host {SERVER} --port 5002 --size 65536 --count 5 --concurrency 5 --timeout 60"
@@ -844,17 +887,15 @@ fn tunnel_spoof_and_supercharger_daemons_over_the_test_topology() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let t0 = Instant::now();
-    while tun(&gw, "replayed") + tun(&gw, "too_old") < 20.0 {
-        assert!(t0.elapsed() < Duration::from_secs(10), "{}", gw.dump());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    // Each replay crosses the lossy hop: counted, or lost there (`counted_across_the_hop`).
+    counted_across_the_hop("replays", 20.0, || {
+        tun(&gw, "replayed") + tun(&gw, "too_old")
+    });
     println!(
         "replayed 20: {} in the window, {} older",
         tun(&gw, "replayed"),
         tun(&gw, "too_old")
     );
-    assert_eq!(tun(&gw, "replayed") + tun(&gw, "too_old"), 20.0);
     assert_eq!(tun(&gw, "decapsulated"), opened, "a replay was opened");
     assert_eq!(tun(&gw, "bad_mac"), 0.0);
     term.stop();

@@ -217,7 +217,9 @@ fn timeout_sigterm_to_process_and_group_leaves_nothing_behind() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (child, emu) = start(&["timeout", "4"], dir.path(), 3021);
+    // Long enough that `start` sees both commands running before timeout's TERM, even on a
+    // loaded machine (the commands sleep 3021 s: the TERM is what ends the run).
+    let (child, emu) = start(&["timeout", "10"], dir.path(), 3021);
     assert_eq!(finish(child), Some(124), "timeout's own status");
     assert_clean(emu, 3021, dir.path());
     let summary = std::fs::read_to_string(dir.path().join("summary.json")).unwrap();
