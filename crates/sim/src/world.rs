@@ -417,9 +417,10 @@ pub struct Simulation {
     /// Flow index by its opener's (local, remote) address and port, to find a relay's legs.
     flow_by_ends: BTreeMap<Ends, usize>,
     /// Sample instants so far. A host's openers' cwnd is folded into their largest seen at a
-    /// sample instant (`Conn::max_cwnd`) lazily: at the host's first event after a sample
-    /// (their cwnd cannot change without one, so it is the value every sample since saw), not
-    /// by a walk over every flow at every sample.
+    /// sample instant (`Conn::max_cwnd`) lazily: the host hears of the samples at its first
+    /// event after them, and each connection folds at its own next input (a cwnd cannot
+    /// change without one, so it is the value every sample since saw), not by a walk over
+    /// every flow, or every connection of a host, at every sample.
     samples: u64,
     done_flows: usize,
     /// Flows whose opener finished but whose data has not all reached the listener's app.
@@ -987,7 +988,8 @@ impl Simulation {
     }
 
     /// A sample was taken since `node`'s last event: its openers' cwnd is still what that
-    /// sample saw; fold it into their `Conn::max_cwnd` before the event changes it.
+    /// sample saw; mark it, so that each folds it into its `Conn::max_cwnd` before its next
+    /// input changes it.
     #[cold]
     fn fold_max_cwnd(&mut self, node: NodeId) {
         self.meta[node].folded_at = self.samples;

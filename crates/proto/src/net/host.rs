@@ -46,10 +46,27 @@ pub struct Conn {
     /// When the application finished its work.
     pub done_at: Option<Instant>,
     deadline: Option<Instant>,
-    /// Largest cwnd [`Host::fold_max_cwnd`] has seen (an opener's; a driver folds at its
-    /// sample instants). Kept here, beside the endpoint it reads, so that folding touches
-    /// nothing the connection's next segment does not.
+    /// Largest cwnd an opener had at the samples [`Host::fold_max_cwnd`] marks, folded at
+    /// the connection's first input after each (its cwnd cannot change without one): the
+    /// largest over all samples is `max_cwnd.max(ep.cwnd())`. Kept here, beside the endpoint
+    /// it reads, so that folding touches nothing the connection's next segment does not.
     pub max_cwnd: u64,
+    /// The host's `fold_epoch` when `max_cwnd` was last brought up to date.
+    folded_at: u64,
+}
+
+impl Conn {
+    /// Before an input changes the cwnd: if a sample was marked since the last input, the
+    /// cwnd now is what it saw.
+    #[inline]
+    fn fold(&mut self, epoch: u64) {
+        if self.folded_at != epoch {
+            self.folded_at = epoch;
+            if self.role == Role::Opener {
+                self.max_cwnd = self.max_cwnd.max(self.ep.cwnd());
+            }
+        }
+    }
 }
 
 /// Counters of packets a host could not use.
@@ -102,6 +119,8 @@ pub struct Host {
     timers: TimerHeap,
     /// Connections touched since their output was last drained (a stack; duplicates harmless).
     dirty: Vec<usize>,
+    /// Sample instants marked by [`Host::fold_max_cwnd`] so far.
+    fold_epoch: u64,
     next_packet_id: u64,
     /// Multicast groups the host joins and leaves (`groups`).
     groups: Option<Box<HostGroups>>,
@@ -136,6 +155,7 @@ impl Host {
             timers: TimerHeap::new(),
             due: Vec::new(),
             dirty: Vec::new(),
+            fold_epoch: 0,
             ident: 0,
             next_packet_id: id_base,
             done: 0,
@@ -222,6 +242,7 @@ impl Host {
             done_at: None,
             deadline: None,
             max_cwnd: 0,
+            folded_at: self.fold_epoch,
         });
         self.refresh_deadline(i);
         i
@@ -305,11 +326,11 @@ impl Host {
         }
     }
 
-    /// Fold every opener's cwnd now into its [`Conn::max_cwnd`].
+    /// A sample instant: every opener's cwnd now counts toward its [`Conn::max_cwnd`]. Each
+    /// connection folds it at its own next input, so a sample costs the same with one
+    /// connection or 100 000 (a walk over all of them was a cache miss per connection).
     pub fn fold_max_cwnd(&mut self) {
-        for c in self.conns.iter_mut().filter(|c| c.role == Role::Opener) {
-            c.max_cwnd = c.max_cwnd.max(c.ep.cwnd());
-        }
+        self.fold_epoch += 1;
     }
 
     /// The connections.
@@ -393,7 +414,9 @@ impl Node for Host {
             self.stats.no_connection += 1;
             return;
         };
-        self.conns[i].ep.handle_segment(now, &seg);
+        let c = &mut self.conns[i];
+        c.fold(self.fold_epoch);
+        c.ep.handle_segment(now, &seg);
         self.after_input(now, i);
     }
 
@@ -411,6 +434,7 @@ impl Node for Host {
         due.sort_unstable();
         for &i in &due {
             let c = &mut self.conns[i];
+            c.fold(self.fold_epoch);
             if !c.started && now >= c.start {
                 c.started = true;
                 c.ep.connect(now);
@@ -675,11 +699,13 @@ mod tests {
                     wire.push_back((now + delay, to_b, tx.pkt));
                 }
             }
-            // Folding at every step (as a driver does at its sample instants) keeps the
-            // opener's largest cwnd seen; the listener's is never folded.
+            // A sample at every step (as a driver marks its sample instants): the opener's
+            // largest cwnd seen, folded at its next input, never runs ahead of the samples;
+            // the listener's is never folded.
             a.fold_max_cwnd();
             b.fold_max_cwnd();
             seen_cwnd = seen_cwnd.max(a.conns()[0].ep.cwnd());
+            assert!(a.conns()[0].max_cwnd <= seen_cwnd);
             for h in [&a, &b] {
                 let c = &h.conns()[0];
                 let own = if c.started {
@@ -702,8 +728,111 @@ mod tests {
             .eq((1 << 40)..(1 << 40) + from_b.len() as u64));
         assert_eq!(b.conns()[0].ep.bytes_delivered(), 200_000);
         assert!(seen_cwnd > 10_000, "cwnd grew: {seen_cwnd}");
-        assert_eq!(a.conns()[0].max_cwnd, seen_cwnd);
+        let opener = &a.conns()[0];
+        assert_eq!(opener.max_cwnd.max(opener.ep.cwnd()), seen_cwnd);
         assert_eq!(b.conns()[0].max_cwnd, 0);
+    }
+
+    /// A host with three openers, samples marked at some steps of a transfer: each opener's
+    /// `max_cwnd` is folded only at its own inputs, never exceeds the largest cwnd it had at a
+    /// marked sample, and with its cwnd now gives exactly that largest; marking a sample
+    /// visits no connection (an opener with no input since keeps its `max_cwnd` as it was).
+    #[test]
+    fn samples_fold_into_each_opener_at_its_own_next_input() {
+        let (a_addr, b_addr) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        let mut a = Host::new(a_addr, 0);
+        let mut b = Host::new(b_addr, 1 << 40);
+        a.set_default_route(PortId(0));
+        b.set_default_route(PortId(0));
+        let cfg = crate::testnet::tcp(1000);
+        // Different sizes and starts, so the openers' cwnds differ and change at different
+        // steps.
+        for (i, (bytes, start_ms)) in [(300_000, 0), (60_000, 7), (150_000, 40)]
+            .into_iter()
+            .enumerate()
+        {
+            let port = 40_000 + i as u16;
+            a.add_conn(
+                i,
+                Role::Opener,
+                TcpEndpoint::new(cfg.clone(), (a_addr, port), (b_addr, 80), 1),
+                App::BulkSender {
+                    bytes: Some(bytes),
+                    until: None,
+                    written: 0,
+                    closed: false,
+                },
+                Instant(start_ms * 1_000_000),
+            );
+            b.add_conn(
+                i,
+                Role::Listener,
+                TcpEndpoint::new(cfg.clone(), (b_addr, 80), (a_addr, port), 7),
+                App::Sink,
+                Instant::ZERO,
+            );
+        }
+        let delay = crate::Duration::from_millis(10);
+        let mut wire: std::collections::VecDeque<(Instant, bool, Packet)> = Default::default();
+        let mut now = Instant::ZERO;
+        let mut seen = [0u64; 3];
+        let mut step = 0u64;
+        // Every 40th packet from a is lost, so cwnds also fall: the largest is then not the
+        // last, and only a fold at the right input keeps it.
+        let mut sent = 0u64;
+        while let Some(t) = [
+            a.poll_timeout(),
+            b.poll_timeout(),
+            wire.front().map(|w| w.0),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .filter(|&t| t < Instant(5_000_000_000))
+        {
+            now = now.max(t);
+            while let Some((_, to_b, pkt)) = wire.pop_front_if(|w| w.0 <= now) {
+                let h = if to_b { &mut b } else { &mut a };
+                h.handle_packet(now, PortId(0), pkt);
+            }
+            for (h, to_b) in [(&mut a, true), (&mut b, false)] {
+                if h.poll_timeout().is_some_and(|d| d <= now) {
+                    h.handle_timeout(now);
+                }
+                while let Some(tx) = h.poll_transmit(now) {
+                    sent += u64::from(to_b);
+                    if !(to_b && sent.is_multiple_of(40)) {
+                        wire.push_back((now + delay, to_b, tx.pkt));
+                    }
+                }
+            }
+            step += 1;
+            if step.is_multiple_of(2) {
+                let before: Vec<u64> = a.conns().iter().map(|c| c.max_cwnd).collect();
+                a.fold_max_cwnd();
+                let after: Vec<u64> = a.conns().iter().map(|c| c.max_cwnd).collect();
+                assert_eq!(before, after, "a sample folded eagerly");
+                for (s, c) in seen.iter_mut().zip(a.conns()) {
+                    *s = (*s).max(c.ep.cwnd());
+                }
+            }
+            for (s, c) in seen.iter().zip(a.conns()) {
+                assert!(c.max_cwnd <= *s, "{} > {s} at step {step}", c.max_cwnd);
+            }
+        }
+        assert!(step > 40, "{step} steps");
+        let mut fell = 0;
+        for (i, (s, c)) in seen.iter().zip(a.conns()).enumerate() {
+            assert!(c.ep.stats().retransmissions > 0, "opener {i} lost nothing");
+            assert_eq!(c.max_cwnd.max(c.ep.cwnd()), *s, "opener {i}");
+            if c.ep.cwnd() < *s {
+                // Its largest was sampled and then changed by an input: folded there.
+                assert_eq!(c.max_cwnd, *s, "opener {i}");
+                fell += 1;
+            }
+        }
+        assert!(fell >= 2, "{fell} openers ended below their largest cwnd");
+        assert!(b.conns().iter().all(|c| c.max_cwnd == 0));
     }
 
     /// A connection to an address no route names: its SYN is counted as `no_route` (once per
