@@ -114,6 +114,9 @@ pub struct UdpConn {
 pub struct Host {
     conns: Vec<Conn>,
     by_tuple: HashMap<(u16, Ipv4Addr, u16), usize, FastHash>,
+    /// The first connection's key in `by_tuple`: a host with one connection (a host pair per
+    /// flow) finds it by one comparison, without hashing or reading the table's memory.
+    first_key: (u16, Ipv4Addr, u16),
     /// Every connection's deadline, indexed: `poll_timeout` is the earliest and
     /// `handle_timeout` visits only the due ones, instead of scanning all connections.
     timers: TimerHeap,
@@ -152,6 +155,7 @@ impl Host {
             addr,
             conns: Vec::new(),
             by_tuple: HashMap::default(),
+            first_key: (0, Ipv4Addr::UNSPECIFIED, 0),
             timers: TimerHeap::new(),
             due: Vec::new(),
             dirty: Vec::new(),
@@ -232,6 +236,9 @@ impl Host {
         }
         let i = self.conns.len();
         self.by_tuple.insert((lport, raddr, rport), i);
+        if i == 0 {
+            self.first_key = (lport, raddr, rport);
+        }
         self.conns.push(Conn {
             flow,
             role,
@@ -410,7 +417,13 @@ impl Node for Host {
                 return;
             }
         };
-        let Some(&i) = self.by_tuple.get(&(seg.dst_port, ip.src, seg.src_port)) else {
+        let key = (seg.dst_port, ip.src, seg.src_port);
+        // With one connection the table holds exactly `first_key` → 0.
+        let found = match self.conns.len() {
+            1 => (key == self.first_key).then_some(0),
+            _ => self.by_tuple.get(&key).copied(),
+        };
+        let Some(i) = found else {
             self.stats.no_connection += 1;
             return;
         };
@@ -847,6 +860,52 @@ mod tests {
         a.handle_timeout(Instant::ZERO);
         assert!(a.poll_transmit(Instant::ZERO).is_none());
         assert_eq!(a.stats().no_route, 1);
+    }
+
+    /// SYNs from four ports of one peer to a listening host: each reaches the connection
+    /// whose (local port, remote address, remote port) it names, and is answered; one that
+    /// names none is counted as `no_connection` and answered by nothing. With one connection
+    /// (found by one comparison) and with three (found through the table).
+    #[test]
+    fn segments_reach_their_own_connection_or_are_counted() {
+        let (a_addr, b_addr) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        let cfg = crate::testnet::tcp(1000);
+        let mut b = Host::new(b_addr, 1 << 40);
+        b.set_default_route(PortId(0));
+        for (i, port) in [40_000u16, 40_001, 40_002, 40_003].into_iter().enumerate() {
+            let ep = TcpEndpoint::new(cfg.clone(), (b_addr, port), (a_addr, 80), 1);
+            b.add_conn(i, Role::Opener, ep, App::Sink, Instant::ZERO);
+        }
+        b.handle_timeout(Instant::ZERO);
+        let syns: Vec<Packet> = std::iter::from_fn(|| b.poll_transmit(Instant::ZERO))
+            .map(|tx| tx.pkt)
+            .collect();
+        assert_eq!(syns.len(), 4);
+        for listeners in [vec![40_001u16], vec![40_000, 40_002, 40_003]] {
+            let mut a = Host::new(a_addr, 0);
+            a.set_default_route(PortId(0));
+            for (i, &port) in listeners.iter().enumerate() {
+                let ep = TcpEndpoint::new(cfg.clone(), (a_addr, 80), (b_addr, port), 7);
+                a.add_conn(i, Role::Listener, ep, App::Sink, Instant::ZERO);
+            }
+            for syn in &syns {
+                a.handle_packet(Instant::ZERO, PortId(0), syn.clone());
+            }
+            let answered: Vec<u16> = std::iter::from_fn(|| a.poll_transmit(Instant::ZERO))
+                .map(|tx| {
+                    let (_, seg) = parse_packet(&tx.pkt).expect("a TCP segment");
+                    assert!(seg.flags.contains(crate::wire::TcpFlags::SYN));
+                    seg.dst_port
+                })
+                .collect();
+            let mut answered = answered;
+            answered.sort_unstable();
+            assert_eq!(answered, listeners, "answered");
+            assert_eq!(a.stats().no_connection, 4 - listeners.len() as u64);
+            for c in a.conns() {
+                assert_eq!(c.ep.state(), crate::tcp::State::SynReceived);
+            }
+        }
     }
 
     #[test]
