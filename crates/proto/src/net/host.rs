@@ -643,6 +643,63 @@ mod tests {
         assert!(h.poll_drop().is_none());
     }
 
+    /// Two hosts joined by a wire with the same delay both ways, driven one step at a time.
+    struct Pair {
+        a: Host,
+        b: Host,
+        /// (arrival, to_b, packet), in arrival order.
+        wire: std::collections::VecDeque<(Instant, bool, Packet)>,
+        now: Instant,
+        delay: crate::Duration,
+    }
+
+    impl Pair {
+        fn new(a: Host, b: Host, delay: crate::Duration) -> Self {
+            let (wire, now) = (Default::default(), Instant::ZERO);
+            Self {
+                a,
+                b,
+                wire,
+                now,
+                delay,
+            }
+        }
+
+        /// Go to the earliest instant anything is due, if before `until`: deliver what
+        /// arrives, run due timers, and put every packet sent on the wire if `keep(to_b,
+        /// packet)` says so. The instant, or `None` when nothing is due before `until`.
+        fn step(
+            &mut self,
+            until: Instant,
+            mut keep: impl FnMut(bool, &Packet) -> bool,
+        ) -> Option<Instant> {
+            let due = [self.a.poll_timeout(), self.b.poll_timeout()];
+            let t = due
+                .into_iter()
+                .chain([self.wire.front().map(|w| w.0)])
+                .flatten()
+                .min()
+                .filter(|&t| t < until)?;
+            let now = self.now.max(t);
+            self.now = now;
+            while let Some((_, to_b, pkt)) = self.wire.pop_front_if(|w| w.0 <= now) {
+                let h = if to_b { &mut self.b } else { &mut self.a };
+                h.handle_packet(now, PortId(0), pkt);
+            }
+            for (h, to_b) in [(&mut self.a, true), (&mut self.b, false)] {
+                if h.poll_timeout().is_some_and(|d| d <= now) {
+                    h.handle_timeout(now);
+                }
+                while let Some(tx) = h.poll_transmit(now) {
+                    if keep(to_b, &tx.pkt) {
+                        self.wire.push_back((now + self.delay, to_b, tx.pkt));
+                    }
+                }
+            }
+            Some(now)
+        }
+    }
+
     /// Two hosts, a bulk transfer between them over a 10 ms path: after every step each
     /// host's `poll_timeout` is exactly its connection's own deadline (the opener's start
     /// until it starts, then the endpoint's timers), so the indexed heap follows every move.
@@ -676,42 +733,15 @@ mod tests {
             Instant::ZERO,
         );
         assert_eq!(a.poll_timeout(), Some(start));
-        let delay = crate::Duration::from_millis(10);
-        // (arrival, to_b, packet), in arrival order.
-        let mut wire: std::collections::VecDeque<(Instant, bool, Packet)> = Default::default();
-        let mut now = Instant::ZERO;
+        let mut net = Pair::new(a, b, crate::Duration::from_millis(10));
         let mut steps = 0;
         let mut ids = Vec::new();
         let mut seen_cwnd = 0;
-        loop {
-            let next = [
-                a.poll_timeout(),
-                b.poll_timeout(),
-                wire.front().map(|w| w.0),
-            ]
-            .into_iter()
-            .flatten()
-            .min();
-            let Some(t) = next.filter(|&t| t < Instant(3_000_000_000)) else {
-                break;
-            };
-            now = now.max(t);
-            while wire.front().is_some_and(|w| w.0 <= now) {
-                let Some((_, to_b, pkt)) = wire.pop_front() else {
-                    break;
-                };
-                let h = if to_b { &mut b } else { &mut a };
-                h.handle_packet(now, PortId(0), pkt);
-            }
-            for (h, to_b) in [(&mut a, true), (&mut b, false)] {
-                if h.poll_timeout().is_some_and(|d| d <= now) {
-                    h.handle_timeout(now);
-                }
-                while let Some(tx) = h.poll_transmit(now) {
-                    ids.push(tx.pkt.id);
-                    wire.push_back((now + delay, to_b, tx.pkt));
-                }
-            }
+        while let Some(now) = net.step(Instant(3_000_000_000), |_, pkt| {
+            ids.push(pkt.id);
+            true
+        }) {
+            let (a, b) = (&mut net.a, &mut net.b);
             // A sample at every step (as a driver marks its sample instants): the opener's
             // largest cwnd seen, folded at its next input, never runs ahead of the samples;
             // the listener's is never folded.
@@ -719,7 +749,7 @@ mod tests {
             b.fold_max_cwnd();
             seen_cwnd = seen_cwnd.max(a.conns()[0].ep.cwnd());
             assert!(a.conns()[0].max_cwnd <= seen_cwnd);
-            for h in [&a, &b] {
+            for h in [&*a, &*b] {
                 let c = &h.conns()[0];
                 let own = if c.started {
                     c.ep.poll_timeout()
@@ -732,6 +762,7 @@ mod tests {
             steps += 1;
         }
         assert!(steps > 20, "{steps} steps");
+        let (a, b) = (&net.a, &net.b);
         // Each host numbers its packets from its base, one by one.
         let (from_a, from_b): (Vec<u64>, Vec<u64>) = ids.iter().partition(|&&i| i < 1 << 40);
         assert!(from_a.iter().copied().eq(0..from_a.len() as u64));
@@ -785,40 +816,20 @@ mod tests {
                 Instant::ZERO,
             );
         }
-        let delay = crate::Duration::from_millis(10);
-        let mut wire: std::collections::VecDeque<(Instant, bool, Packet)> = Default::default();
-        let mut now = Instant::ZERO;
+        let mut net = Pair::new(a, b, crate::Duration::from_millis(10));
         let mut seen = [0u64; 3];
         let mut step = 0u64;
         // Every 40th packet from a is lost, so cwnds also fall: the largest is then not the
         // last, and only a fold at the right input keeps it.
         let mut sent = 0u64;
-        while let Some(t) = [
-            a.poll_timeout(),
-            b.poll_timeout(),
-            wire.front().map(|w| w.0),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-        .filter(|&t| t < Instant(5_000_000_000))
+        while net
+            .step(Instant(5_000_000_000), |to_b, _| {
+                sent += u64::from(to_b);
+                !(to_b && sent.is_multiple_of(40))
+            })
+            .is_some()
         {
-            now = now.max(t);
-            while let Some((_, to_b, pkt)) = wire.pop_front_if(|w| w.0 <= now) {
-                let h = if to_b { &mut b } else { &mut a };
-                h.handle_packet(now, PortId(0), pkt);
-            }
-            for (h, to_b) in [(&mut a, true), (&mut b, false)] {
-                if h.poll_timeout().is_some_and(|d| d <= now) {
-                    h.handle_timeout(now);
-                }
-                while let Some(tx) = h.poll_transmit(now) {
-                    sent += u64::from(to_b);
-                    if !(to_b && sent.is_multiple_of(40)) {
-                        wire.push_back((now + delay, to_b, tx.pkt));
-                    }
-                }
-            }
+            let a = &mut net.a;
             step += 1;
             if step.is_multiple_of(2) {
                 let before: Vec<u64> = a.conns().iter().map(|c| c.max_cwnd).collect();
@@ -835,7 +846,7 @@ mod tests {
         }
         assert!(step > 40, "{step} steps");
         let mut fell = 0;
-        for (i, (s, c)) in seen.iter().zip(a.conns()).enumerate() {
+        for (i, (s, c)) in seen.iter().zip(net.a.conns()).enumerate() {
             assert!(c.ep.stats().retransmissions > 0, "opener {i} lost nothing");
             assert_eq!(c.max_cwnd.max(c.ep.cwnd()), *s, "opener {i}");
             if c.ep.cwnd() < *s {
@@ -845,7 +856,7 @@ mod tests {
             }
         }
         assert!(fell >= 2, "{fell} openers ended below their largest cwnd");
-        assert!(b.conns().iter().all(|c| c.max_cwnd == 0));
+        assert!(net.b.conns().iter().all(|c| c.max_cwnd == 0));
     }
 
     /// A connection to an address no route names: its SYN is counted as `no_route` (once per
