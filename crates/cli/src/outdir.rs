@@ -48,6 +48,23 @@ pub fn prepare(dir: &Path, force: bool) -> Result<(), String> {
                      it yourself or choose another --out"
                 ));
             }
+            // Every entry, all the way down, must be a kind of file satpep writes: one
+            // foreign entry (a scenario, a notebook, `.git`) and nothing at all is removed.
+            let mut foreign = Vec::new();
+            for e in &entries {
+                find_foreign(&dir.join(e), e, &mut foreign).map_err(io)?;
+            }
+            if !foreign.is_empty() {
+                let more = match foreign.len() {
+                    1 => String::new(),
+                    n => format!(" and {} more", n - 1),
+                };
+                return Err(format!(
+                    "{shown} holds files satpep did not write ({}{more}): not deleting \
+                     anything with --force; move them out or choose another --out",
+                    foreign[0]
+                ));
+            }
             for e in &entries {
                 let p = dir.join(e);
                 if p.is_dir() && !p.is_symlink() {
@@ -64,6 +81,42 @@ pub fn prepare(dir: &Path, force: bool) -> Result<(), String> {
         "satpep results folder (--force may replace it)\n",
     )
     .map_err(io)
+}
+
+/// Extensions of the files satpep writes into a results folder: tables and series (csv),
+/// summaries and run records (json), captures (pcapng), plots (png, svg), program logs (log).
+const OUTPUT_EXTENSIONS: [&str; 6] = ["csv", "json", "pcapng", "png", "svg", "log"];
+
+/// Collects into `foreign` (as paths relative to the results folder) every entry under
+/// `path` that satpep does not write: anything but the marker, a regular file with one of
+/// [`OUTPUT_EXTENSIONS`] or a visible folder of such files (symbolic links included, since
+/// satpep never makes one).
+fn find_foreign(path: &Path, shown: &str, foreign: &mut Vec<String>) -> io::Result<()> {
+    let meta = fs::symlink_metadata(path)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    if meta.is_dir() && !name.starts_with('.') {
+        let mut children: Vec<_> = fs::read_dir(path)?
+            .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect::<io::Result<_>>()?;
+        children.sort();
+        for c in children {
+            find_foreign(&path.join(&c), &format!("{shown}/{c}"), foreign)?;
+        }
+        return Ok(());
+    }
+    let output = meta.is_file()
+        && (name == MARKER
+            || (!name.starts_with('.')
+                && Path::new(&*name)
+                    .extension()
+                    .is_some_and(|x| OUTPUT_EXTENSIONS.iter().any(|o| x == *o))));
+    if !output {
+        foreign.push(shown.to_string());
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -122,6 +175,49 @@ mod tests {
         fs::write(old.join("summary.json"), "{}").unwrap();
         prepare(&old, true).unwrap();
         assert_eq!(names(&old), [MARKER]);
+    }
+
+    #[test]
+    fn force_deletes_nothing_when_a_results_folder_holds_foreign_files() {
+        // Issue 36 (1): a run.json beside a scenario, docs/ and .git/ once let --force wipe
+        // them all.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        fs::write(dir.join("run.json"), "{}").unwrap();
+        fs::write(dir.join("base.toml"), "[scenario]").unwrap();
+        fs::create_dir_all(dir.join(".git/objects")).unwrap();
+        fs::create_dir_all(dir.join("docs")).unwrap();
+        fs::write(dir.join("docs/notes.md"), "mine").unwrap();
+        let before = names(dir);
+        let err = prepare(dir, true).unwrap_err();
+        assert!(err.contains("did not write (.git and 2 more)"), "{err}");
+        assert_eq!(names(dir), before, "nothing removed");
+        assert_eq!(
+            fs::read_to_string(dir.join("docs/notes.md")).unwrap(),
+            "mine"
+        );
+        // A marked folder is no licence either: one foreign file deep in a run folder stops it.
+        let marked = dir.join("marked");
+        prepare(&marked, false).unwrap();
+        fs::create_dir_all(marked.join("run-000/plots")).unwrap();
+        fs::write(marked.join("run-000/plots/cwnd.png"), "png").unwrap();
+        fs::write(marked.join("run-000/analysis.py"), "import this").unwrap();
+        let err = prepare(&marked, true).unwrap_err();
+        assert!(err.contains("(run-000/analysis.py)"), "{err}");
+        assert!(marked.join("run-000/plots/cwnd.png").exists());
+        // Symbolic links are never satpep's, whatever their name.
+        fs::remove_file(marked.join("run-000/analysis.py")).unwrap();
+        std::os::unix::fs::symlink(dir.join("base.toml"), marked.join("flows.csv")).unwrap();
+        let err = prepare(&marked, true).unwrap_err();
+        assert!(err.contains("(flows.csv)"), "{err}");
+        fs::remove_file(marked.join("flows.csv")).unwrap();
+        // With only satpep's own kinds of file left, it is replaced.
+        prepare(&marked, true).unwrap();
+        assert_eq!(names(&marked), [MARKER]);
+        assert_eq!(
+            fs::read_to_string(dir.join("base.toml")).unwrap(),
+            "[scenario]"
+        );
     }
 
     #[test]
