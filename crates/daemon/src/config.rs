@@ -73,10 +73,15 @@ pub struct DaemonConfig {
     /// Seed of the mechanisms' random streams (e.g. Snoop's, a shaper's error model).
     #[serde(default)]
     pub seed: u64,
-    /// Seconds between the log lines that summarise the counters (0: none). Default 60.
+    /// Seconds between the log lines that summarise the counters (0: none; at most one day,
+    /// [`MAX_LOG_EVERY_S`]). Default 60.
     #[serde(default = "default_log_every")]
     pub log_every_s: u64,
 }
+
+/// The longest `log_every_s`: a day (the next log instant is a clock reading plus this, which
+/// must not overflow; 18446744073709551615 used to panic the daemon).
+pub const MAX_LOG_EVERY_S: u64 = 86_400;
 
 fn default_log_every() -> u64 {
     60
@@ -296,6 +301,12 @@ impl DaemonConfig {
                 ));
             }
         }
+        if self.log_every_s > MAX_LOG_EVERY_S {
+            return Err((
+                "log_every_s".into(),
+                format!("0 (no counter lines) to {MAX_LOG_EVERY_S} seconds (a day)"),
+            ));
+        }
         if self.interfaces.is_empty() || self.interfaces.len() > MAX_INTERFACES {
             return Err((
                 "interfaces".into(),
@@ -385,18 +396,38 @@ impl DaemonConfig {
                     .into(),
             ));
         }
+        // Port i uses table + i and preference priority + i: both ranges are checked whole,
+        // without wrapping (table 4294967295 + 1 would be table 0, which `ip route flush`
+        // reads as every table).
         let n = self.interfaces.len() as u32;
+        let last_table = self.routing.table.checked_add(n - 1).ok_or_else(|| {
+            (
+                "routing.table".into(),
+                format!(
+                    "table + {} (one table per interface) must fit in 32 bits",
+                    n - 1
+                ),
+            )
+        })?;
         // 253–255 are the kernel's default, main and local tables.
-        if (self.routing.table..self.routing.table + n).any(|t| (253..=255).contains(&t)) {
+        if (self.routing.table..=last_table).any(|t| (253..=255).contains(&t)) {
             return Err((
                 "routing.table".into(),
                 "the range must not include 253–255 (default, main, local)".into(),
             ));
         }
-        if (self.routing.priority..self.routing.priority + n).any(|p| p >= 32_766) {
+        if self
+            .routing
+            .priority
+            .checked_add(n - 1)
+            .is_none_or(|last| last >= 32_766)
+        {
             return Err((
                 "routing.priority".into(),
-                "must come before the main rule (32766)".into(),
+                format!(
+                    "priority + {} (one rule per interface) must come before the main rule (32766)",
+                    n - 1
+                ),
             ));
         }
         Ok(())
@@ -690,6 +721,50 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.key, "routing.table", "{e}");
+    }
+
+    #[test]
+    fn log_every_s_beyond_a_day_is_refused_at_its_line() {
+        // Issue 36 (7): u64::MAX passed --check and then panicked the daemon (exit 101).
+        let text = "interfaces = [\"a\"]\nmiddlebox = { kind = \"pass_through\" }\n\
+                    log_every_s = 18446744073709551615\n";
+        let e = parse(text).unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("log_every_s", Some(3)), "{e}");
+        let ok = parse(&text.replace("18446744073709551615", "86400")).unwrap();
+        assert_eq!(ok.log_every_s, MAX_LOG_EVERY_S);
+        assert!(parse(&text.replace("18446744073709551615", "86401")).is_err());
+    }
+
+    #[test]
+    fn routing_numbers_near_two_to_the_32_are_refused_not_wrapped() {
+        // Issue 36 (3): table 4294967295 made port 1's table 0 (`ip route flush table 0`
+        // empties every table) and priority 4294967295 made port 1's rule preference 0 (the
+        // `local` rule, which the start-up clean-up then deleted).
+        let two = "interfaces = [\"a\", \"b\"]\nmiddlebox = { kind = \"pass_through\" }\n";
+        for (extra, key, line) in [
+            ("[routing]\ntable = 4294967295\n", "routing.table", 4),
+            ("[routing]\npriority = 4294967295\n", "routing.priority", 4),
+            ("[routing]\npriority = 32765\n", "routing.priority", 4),
+        ] {
+            let e = parse(&format!("{two}{extra}")).unwrap_err();
+            assert_eq!((e.key.as_str(), e.line), (key, Some(line)), "{extra}: {e}");
+            assert!(e.to_string().contains("one "), "{e}");
+        }
+        // The last numbers that fit are accepted, and give what they say.
+        let c = parse(&format!(
+            "{two}[routing]\ntable = 4294967294\npriority = 32764\n"
+        ))
+        .unwrap();
+        let plan = crate::routing::RoutingPlan::new(&c, "gw");
+        assert!(plan
+            .install_script()
+            .contains("rule add pref 32765 iif b lookup 4294967295\n"));
+        // One interface: its single table may be the very last.
+        parse(
+            "interfaces = [\"a\"]\nmiddlebox = { kind = \"pass_through\" }\n\
+             [routing]\ntable = 4294967295\n",
+        )
+        .unwrap();
     }
 
     #[test]
