@@ -178,6 +178,11 @@ impl Net {
 
     /// Start the gateway with more command-line options and wait until its metrics answer.
     fn start_gateway_with(&self, config: &Path, extra: &[&str]) -> Child {
+        self.start_daemon("gateway", config, extra)
+    }
+
+    /// Start `satpep <role>` on the router and wait until its metrics answer.
+    fn start_daemon(&self, role: &str, config: &Path, extra: &[&str]) -> Child {
         let state = self.dir.path().join("state");
         let log = std::fs::File::create(self.dir.path().join("gw.log")).expect("log file");
         let mut child = self
@@ -185,7 +190,7 @@ impl Net {
                 &self.g,
                 &[
                     env!("CARGO_BIN_EXE_satpep"),
-                    "gateway",
+                    role,
                     "--config",
                     config.to_str().unwrap(),
                     "--state-dir",
@@ -368,6 +373,87 @@ fn a_split_gateway_is_transparent_both_ways_and_byte_exact() {
     assert!(!net.dir.path().join("state/gw.json").exists());
     // Without the gateway, the plain router still forwards.
     assert_eq!(net.fetch(1000, 2, 1)["ok"], 2);
+}
+
+/// Issue 36 (2): the daemon's TUN path forwards under every reverse-path filter a host may
+/// have (0; strict 1, as RHEL and the STIG baselines set it; loose 2, as systemd ships it),
+/// set on `all`, `default` and both interfaces of the router before the start. Each role
+/// forwards pings (pass-through) and byte-exact transfers (split TCP, whose relay writes
+/// packets with the far end's address), the kernel counts no reverse-path drop
+/// (`TcpExtIPReversePathFilter`, `nstat`) and the host's setting is the same afterwards. The
+/// daemon used to write every packet into its first device, which strict and loose filtering
+/// both refuse (0 of 3 pings with 1 or 2).
+#[test]
+fn gateways_and_terminals_forward_under_every_rp_filter() {
+    if !can_run() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for rp in ["1", "2", "0"] {
+        let mut net = Net::up(&format!("rp{rp}"));
+        let out = sh(&format!(
+            "ip netns exec {g} sh -c 'for k in all default vgc vgs; do \
+               echo {rp} > /proc/sys/net/ipv4/conf/$k/rp_filter; done'",
+            g = net.g
+        ));
+        assert!(out.status.success(), "{out:?}");
+        net.start_server();
+        let rp_drops = |net: &Net| -> u64 {
+            let out = net
+                .exec(&net.g, &["nstat", "-az", "TcpExtIPReversePathFilter"])
+                .output()
+                .expect("nstat runs");
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .find(|l| l.starts_with("TcpExtIPReversePathFilter"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("nstat: {out:?}"))
+        };
+        let before = rp_drops(&net);
+        for (role, middlebox) in [
+            ("gateway", "{ kind = \"pass_through\" }"),
+            (
+                "terminal",
+                "{ kind = \"split_tcp\", buffer_per_conn = \"256kB\" }",
+            ),
+        ] {
+            let cfg = net.config(middlebox);
+            let mut d = net.start_daemon(role, &cfg, &[]);
+            let ping = net
+                .exec(&net.c, &["ping", "-c", "3", "-i", "0.2", "-W", "2", SERVER])
+                .output()
+                .expect("ping runs");
+            let r = net.fetch(100_000, 4, 4);
+            let forwarded = net.metric("satpep_tx_packets_total").unwrap_or(0.0);
+            let _ = Command::new("kill")
+                .args(["-TERM", &d.id().to_string()])
+                .status();
+            let st = wait_exit(&mut d, Duration::from_secs(10)).expect("stops on SIGTERM");
+            assert!(st.success(), "{st:?}: {}", net.log());
+            assert!(
+                ping.status.success()
+                    && String::from_utf8_lossy(&ping.stdout).contains("3 received"),
+                "rp_filter {rp}, {role}: {}",
+                String::from_utf8_lossy(&ping.stdout)
+            );
+            assert_eq!(
+                (r["ok"].as_u64(), r["mismatches"].as_u64()),
+                (Some(4), Some(0)),
+                "rp_filter {rp}, {role}: {r}"
+            );
+            assert!(
+                forwarded >= 6.0,
+                "rp_filter {rp}, {role}: through the daemon: {forwarded}"
+            );
+        }
+        assert_eq!(rp_drops(&net), before, "rp_filter {rp}: reverse-path drops");
+        assert_eq!(
+            net.sysctl("net/ipv4/conf/all/rp_filter"),
+            rp,
+            "left as it was"
+        );
+    }
 }
 
 /// `--log-format json`: every line the daemon writes is one JSON object with a timestamp, a

@@ -19,6 +19,7 @@
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod egress;
 pub mod kernel;
 pub mod metrics;
 pub mod orphans;

@@ -9,6 +9,7 @@ use satpep_proto::Instant;
 use tracing::{info, warn};
 
 use crate::config::{DaemonConfig, Role};
+use crate::egress::{self, EgressTable};
 use crate::metrics::{render, MetricsServer};
 use crate::pipeline::Pipeline;
 use crate::routing::{ip_batch, sh, RoutingPlan};
@@ -114,8 +115,7 @@ pub fn run(
 
     // Record, then change, the machine-wide sysctls.
     let ip_forward = state::read_sysctl("net/ipv4/ip_forward").map_err(DaemonError::Io)?;
-    let rp_all = state::read_sysctl("net/ipv4/conf/all/rp_filter").map_err(DaemonError::Io)?;
-    let changes = state::global_changes(&ip_forward, &rp_all);
+    let changes = state::global_changes(&ip_forward);
     let st = State {
         pid: std::process::id(),
         restore: changes
@@ -207,6 +207,11 @@ pub fn run(
     let log_every = std::time::Duration::from_secs(config.log_every_s);
     let mut next_log = started + log_every;
     let mut journalled = (0, 0);
+    let mut egress = EgressTable::read(&config.interfaces).unwrap_or_else(|e| {
+        warn!(instance = %name, "{e}: every packet goes into the first TUN device");
+        EgressTable::default()
+    });
+    let mut next_egress = WallInstant::now() + egress::REFRESH;
     let mut next_journal = WallInstant::now();
     write_journal(&journal, &pipeline)?;
     ready(&Status {
@@ -215,13 +220,22 @@ pub fn run(
 
     loop {
         // Output first: whatever the last pass produced is written before waiting.
+        // Into the TUN device of the port the packet leaves by: a reverse-path check of its
+        // source (looked up from that egress interface, whose rule points at this device)
+        // then matches the device it came in on, so strict and loose `rp_filter` accept it.
         while let Some(pkt) = pipeline.poll_output() {
+            let dst = pkt
+                .header()
+                .get(16..20)
+                .and_then(|d| <[u8; 4]>::try_from(d).ok());
+            let port = dst.and_then(|d| egress.port(d.into())).unwrap_or(0);
+            let tun = tuns.get(port).unwrap_or(&tuns[0]);
             let written = match pkt.payload() {
-                Some(payload) => tuns[0].write_gather(&[pkt.header(), payload]),
+                Some(payload) => tun.write_gather(&[pkt.header(), payload]),
                 None => {
                     wire.clear();
                     pkt.write_wire(&mut wire);
-                    tuns[0].write(&wire)
+                    tun.write(&wire)
                 }
             };
             match written {
@@ -320,6 +334,13 @@ pub fn run(
                 connections = pipeline.middlebox().open_connections(),
                 "counters"
             );
+        }
+        if WallInstant::now() >= next_egress {
+            match EgressTable::read(&config.interfaces) {
+                Ok(t) => egress = t,
+                Err(e) => warn!(instance = %name, "{e}: keeping the last routes"),
+            }
+            next_egress = WallInstant::now() + egress::REFRESH;
         }
         if stop {
             break;

@@ -4,7 +4,7 @@
 //! Rules and tables need no record (they are found by their numbers, [`crate::routing`], and
 //! the kernel split engine's nftables table by the instance's name); TUN
 //! devices vanish with the process. What remains is the machine-wide sysctls the daemon had to
-//! change (`ip_forward`, a strict `all.rp_filter`), with their old values, and the daemon's pid,
+//! change (`ip_forward`), with their old values, and the daemon's pid,
 //! so that a second instance with the same name is refused instead of tearing the first down.
 
 use std::io;
@@ -97,23 +97,20 @@ pub fn write_sysctl(key: &str, value: &str) -> io::Result<()> {
         .map_err(|e| io::Error::new(e.kind(), format!("{key}: {e}")))
 }
 
-/// Machine-wide sysctl changes the daemon needs, from the current values: forwarding on, and a
-/// strict `all.rp_filter` relaxed to loose (2), since the kernel applies the larger of `all`
-/// and a device's value and the daemon's writes carry other hosts' sources.
-pub fn global_changes(ip_forward: &str, all_rp_filter: &str) -> Vec<(String, String, String)> {
+/// Machine-wide sysctl changes the daemon needs, from the current value: forwarding on.
+/// Reverse-path filtering is left as the host has it, whatever it is: the daemon writes each
+/// packet into the TUN device of the interface it leaves by, which the reverse lookup from
+/// that interface resolves to (`RoutingPlan::install_script`'s rule), so strict and loose
+/// filtering accept it (earlier versions relaxed a strict `all` to loose, which did not help:
+/// the kernel refuses any packet on an address-less device under loose filtering unless the
+/// source routes back through that device).
+pub fn global_changes(ip_forward: &str) -> Vec<(String, String, String)> {
     let mut v = Vec::new();
     if ip_forward != "1" {
         v.push((
             "net/ipv4/ip_forward".into(),
             ip_forward.to_owned(),
             "1".to_owned(),
-        ));
-    }
-    if all_rp_filter == "1" {
-        v.push((
-            "net/ipv4/conf/all/rp_filter".into(),
-            all_rp_filter.to_owned(),
-            "2".to_owned(),
         ));
     }
     v
@@ -125,14 +122,10 @@ mod tests {
 
     #[test]
     fn only_what_differs_is_changed_and_the_old_value_kept() {
-        assert!(global_changes("1", "0").is_empty());
-        assert!(global_changes("1", "2").is_empty());
+        assert!(global_changes("1").is_empty());
         assert_eq!(
-            global_changes("0", "1"),
-            vec![
-                ("net/ipv4/ip_forward".into(), "0".into(), "1".into()),
-                ("net/ipv4/conf/all/rp_filter".into(), "1".into(), "2".into()),
-            ]
+            global_changes("0"),
+            vec![("net/ipv4/ip_forward".into(), "0".into(), "1".into())]
         );
     }
 

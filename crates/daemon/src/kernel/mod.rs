@@ -151,11 +151,7 @@ pub fn run(
     }
 
     let ip_forward = state::read_sysctl("net/ipv4/ip_forward").map_err(DaemonError::Io)?;
-    let rp_all = state::read_sysctl("net/ipv4/conf/all/rp_filter").map_err(DaemonError::Io)?;
-    let changes: Vec<_> = state::global_changes(&ip_forward, &rp_all)
-        .into_iter()
-        .filter(|(k, _, _)| k == "net/ipv4/ip_forward")
-        .collect();
+    let changes = state::global_changes(&ip_forward);
     let st = State {
         pid: std::process::id(),
         restore: changes
