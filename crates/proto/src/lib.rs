@@ -13,6 +13,7 @@
 //! [`tcp`] (endpoint model) and [`link`] (rate, delay, queue, errors) → [`middlebox`] (mechanisms
 //! in a router's forwarding path).
 
+pub mod accel;
 pub mod ack;
 pub mod auth;
 pub mod chain;

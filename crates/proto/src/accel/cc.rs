@@ -1,0 +1,715 @@
+//! Satellite congestion control for the accelerated PEP's QUIC connection, through
+//! quinn-proto's pluggable [`Controller`].
+//!
+//! Two controllers, both deaf to random loss (paper 003: on a satellite hop a lost packet is
+//! far more often a line error than a full queue, and halving the rate for it is what makes
+//! TCP slow there):
+//!
+//! - [`SatRate`], the *rate mode*: the capacity is known (the operator configures it, or a
+//!   DVB-RCS terminal is granted it, CRA/RBDC, paper 002), so the window is that rate times
+//!   the path's round trip, plus the peer's ACK delay, plus a small headroom. Losses are
+//!   recovered (quinn retransmits) and counted, never answered with a smaller window; the
+//!   in-flight bound keeps the bottleneck queue at the headroom.
+//! - [`SatProbe`], the *probing mode*, for shared or unknown capacity: the window follows the
+//!   measured delivery rate (its maximum over the last ten round trips) times the smallest RTT,
+//!   and every eighth round it asks for 25 % more then gives 25 % back, as BBR's ProbeBW does
+//!   (Cardwell et al., ACM Queue 2016). Losses cut the rate estimate only when more than
+//!   [`PROBE_LOSS_LIMIT`] of a round's bytes are lost, which random errors at 1e-2 never are
+//!   and an overflowing queue is.
+//!
+//! The window counts QUIC bytes (UDP payloads); configured rates are on the wire, so both
+//! convert by `mtu / (mtu + 28)` (IPv4 and UDP headers).
+//!
+//! quinn paces at 1.25 × window / smoothed RTT, so neither controller needs its own pacer. What
+//! is left out: ECN, and BBR's ProbeRTT (the smallest RTT is kept for the connection's life: on
+//! a GEO hop the propagation delay does not change; a LEO path would need it).
+
+use std::any::Any;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use quinn_proto::congestion::{Controller, ControllerFactory};
+use quinn_proto::RttEstimator;
+
+/// IPv4 and UDP headers: what the wire carries beyond the window's bytes.
+const UDP_IP_OVERHEAD: u64 = 28;
+/// The smallest window either controller opens: four full packets.
+const MIN_WINDOW_PACKETS: u64 = 4;
+
+/// Configuration of [`SatRate`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SatRateConfig {
+    /// The capacity to fill, on the wire (bits/s).
+    pub rate_bps: u64,
+    /// The round trip assumed before the first sample (the path's, e.g. 600 ms on GEO), so
+    /// the first bytes already go at the full rate.
+    pub initial_rtt: Duration,
+    /// How long the peer may hold an ACK (its `max_ack_delay`): in flight but delivered.
+    pub ack_delay: Duration,
+    /// Window beyond rate × RTT, in percent (default 10): the most that queues at the
+    /// bottleneck.
+    pub headroom_pct: u64,
+}
+
+impl SatRateConfig {
+    /// `rate_bps` over a path of round trip `initial_rtt`, with the default headroom and a
+    /// 25 ms ACK delay.
+    pub fn new(rate_bps: u64, initial_rtt: Duration) -> Self {
+        Self {
+            rate_bps,
+            initial_rtt,
+            ack_delay: Duration::from_millis(25),
+            headroom_pct: 10,
+        }
+    }
+}
+
+impl ControllerFactory for SatRateConfig {
+    fn build(self: Arc<Self>, _now: Instant, current_mtu: u16) -> Box<dyn Controller> {
+        Box::new(SatRate::new(*self, current_mtu))
+    }
+}
+
+/// The rate mode (see the module doc).
+#[derive(Clone, Debug)]
+pub struct SatRate {
+    config: SatRateConfig,
+    mtu: u16,
+    min_rtt: Option<Duration>,
+    /// Congestion events quinn reported (each a loss it detected), never acted on.
+    pub congestion_events: u64,
+    /// Bytes reported lost.
+    pub lost_bytes: u64,
+}
+
+impl SatRate {
+    /// A controller for packets of `mtu` bytes.
+    pub fn new(config: SatRateConfig, mtu: u16) -> Self {
+        Self {
+            config,
+            mtu,
+            min_rtt: None,
+            congestion_events: 0,
+            lost_bytes: 0,
+        }
+    }
+
+    /// Change the rate (a new DAMA grant, an operator's command); takes effect at once.
+    pub fn set_rate(&mut self, rate_bps: u64) {
+        self.config.rate_bps = rate_bps;
+    }
+
+    /// The round trip the window is sized for: the smallest seen, or the configured one.
+    pub fn rtt(&self) -> Duration {
+        self.min_rtt.unwrap_or(self.config.initial_rtt)
+    }
+
+    /// A packet was acknowledged; `min_rtt` is the smallest round trip measured so far.
+    pub fn handle_ack(&mut self, min_rtt: Duration) {
+        if !min_rtt.is_zero() {
+            self.min_rtt = Some(self.min_rtt.map_or(min_rtt, |o| o.min(min_rtt)));
+        }
+    }
+
+    /// `lost` bytes were declared lost: counted, and nothing else.
+    pub fn handle_loss(&mut self, lost: u64) {
+        self.congestion_events += 1;
+        self.lost_bytes += lost;
+    }
+}
+
+impl Controller for SatRate {
+    fn on_ack(
+        &mut self,
+        _now: Instant,
+        _sent: Instant,
+        _bytes: u64,
+        _app: bool,
+        rtt: &RttEstimator,
+    ) {
+        self.handle_ack(rtt.min());
+    }
+
+    fn on_congestion_event(&mut self, _now: Instant, _sent: Instant, _persistent: bool, lost: u64) {
+        self.handle_loss(lost);
+    }
+
+    fn on_mtu_update(&mut self, new_mtu: u16) {
+        self.mtu = new_mtu;
+    }
+
+    fn window(&self) -> u64 {
+        let payload_bps = wire_to_payload(self.config.rate_bps, self.mtu);
+        let t = self.rtt() + self.config.ack_delay;
+        let bdp = (u128::from(payload_bps) * t.as_nanos() / 8 / 1_000_000_000) as u64;
+        let w = bdp + bdp * self.config.headroom_pct / 100;
+        w.max(MIN_WINDOW_PACKETS * u64::from(self.mtu))
+    }
+
+    fn clone_box(&self) -> Box<dyn Controller> {
+        Box::new(self.clone())
+    }
+
+    fn initial_window(&self) -> u64 {
+        self.window()
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+/// Payload bits/s of `wire_bps` in packets of `mtu` UDP payload bytes.
+fn wire_to_payload(wire_bps: u64, mtu: u16) -> u64 {
+    let mtu = u64::from(mtu).max(1);
+    (u128::from(wire_bps) * u128::from(mtu) / u128::from(mtu + UDP_IP_OVERHEAD)) as u64
+}
+
+/// A round's lost share of bytes beyond which [`SatProbe`] takes the loss for congestion.
+pub const PROBE_LOSS_LIMIT: f64 = 0.2;
+/// Round trips the delivery-rate maximum covers.
+const BW_WINDOW_ROUNDS: u64 = 10;
+/// ProbeBW's gains, one per round (percent).
+const PROBE_GAINS: [u64; 8] = [125, 75, 100, 100, 100, 100, 100, 100];
+/// Startup's window gain (percent): 2/ln 2, BBR's.
+const STARTUP_GAIN: u64 = 289;
+
+/// Configuration of [`SatProbe`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SatProbeConfig {
+    /// The round trip assumed before the first sample.
+    pub initial_rtt: Duration,
+    /// The window before any delivery was measured, in packets (default 10, RFC 6928's).
+    pub initial_packets: u64,
+}
+
+impl SatProbeConfig {
+    /// Defaults for a path of round trip `initial_rtt`.
+    pub fn new(initial_rtt: Duration) -> Self {
+        Self {
+            initial_rtt,
+            initial_packets: 10,
+        }
+    }
+}
+
+impl ControllerFactory for SatProbeConfig {
+    fn build(self: Arc<Self>, _now: Instant, current_mtu: u16) -> Box<dyn Controller> {
+        Box::new(SatProbe::new(*self, current_mtu))
+    }
+}
+
+/// Where [`SatProbe`] is.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum ProbeState {
+    /// Doubling each round until the delivery rate stops growing.
+    Startup,
+    /// Holding the measured rate, probing for more one round in eight.
+    ProbeBw,
+}
+
+/// The probing mode (see the module doc).
+#[derive(Clone, Debug)]
+pub struct SatProbe {
+    config: SatProbeConfig,
+    mtu: u16,
+    state: ProbeState,
+    min_rtt: Option<Duration>,
+    /// Bytes acknowledged so far.
+    delivered: u64,
+    /// When `delivered` last grew.
+    delivered_at: Option<Instant>,
+    /// Per packet in flight: (sent, delivered at its sending, when that was).
+    sent: VecDeque<(Instant, u64, Option<Instant>)>,
+    /// The round: it ends when a packet sent after it began is acknowledged.
+    round: u64,
+    round_start: Option<Instant>,
+    round_acked: u64,
+    round_lost: u64,
+    /// (round, best delivery rate that round in bytes/s), newest last.
+    bw_samples: VecDeque<(u64, u64)>,
+    /// Startup: the rate three rounds of growth are measured against, and the rounds without.
+    full_bw: u64,
+    full_bw_rounds: u8,
+    cycle: usize,
+    /// Rounds whose losses were taken for congestion.
+    pub congestion_rounds: u64,
+    /// Bytes reported lost.
+    pub lost_bytes: u64,
+}
+
+impl SatProbe {
+    /// A controller for packets of `mtu` bytes.
+    pub fn new(config: SatProbeConfig, mtu: u16) -> Self {
+        Self {
+            config,
+            mtu,
+            state: ProbeState::Startup,
+            min_rtt: None,
+            delivered: 0,
+            delivered_at: None,
+            sent: VecDeque::new(),
+            round: 0,
+            round_start: None,
+            round_acked: 0,
+            round_lost: 0,
+            bw_samples: VecDeque::new(),
+            full_bw: 0,
+            full_bw_rounds: 0,
+            cycle: 0,
+            congestion_rounds: 0,
+            lost_bytes: 0,
+        }
+    }
+
+    /// The state.
+    pub fn state(&self) -> ProbeState {
+        self.state
+    }
+
+    /// The bottleneck rate estimate (payload bytes/s): the largest delivery rate of the last
+    /// [`BW_WINDOW_ROUNDS`] rounds.
+    pub fn bandwidth(&self) -> u64 {
+        self.bw_samples.iter().map(|&(_, b)| b).max().unwrap_or(0)
+    }
+
+    fn rtt(&self) -> Duration {
+        self.min_rtt.unwrap_or(self.config.initial_rtt)
+    }
+
+    fn end_round(&mut self, now: Instant) {
+        // Losses beyond the limit: a queue overflowed somewhere; give up a sixth of the rate.
+        // A round of fewer than ten packets says nothing about a loss rate.
+        let total = self.round_acked + self.round_lost;
+        if total >= 10 * u64::from(self.mtu)
+            && self.round_lost as f64 > PROBE_LOSS_LIMIT * total as f64
+        {
+            self.congestion_rounds += 1;
+            for s in &mut self.bw_samples {
+                s.1 = s.1 * 5 / 6;
+            }
+        }
+        let bw = self.bandwidth();
+        if self.state == ProbeState::Startup {
+            if bw >= self.full_bw + self.full_bw / 4 {
+                self.full_bw = bw;
+                self.full_bw_rounds = 0;
+            } else {
+                self.full_bw_rounds += 1;
+                if self.full_bw_rounds >= 3 {
+                    self.state = ProbeState::ProbeBw;
+                    // Start by draining what Startup queued: the 75 % round.
+                    self.cycle = 1;
+                }
+            }
+        } else {
+            self.cycle = (self.cycle + 1) % PROBE_GAINS.len();
+        }
+        self.round += 1;
+        self.round_start = Some(now);
+        self.round_acked = 0;
+        self.round_lost = 0;
+        let oldest = self.round.saturating_sub(BW_WINDOW_ROUNDS);
+        while self.bw_samples.front().is_some_and(|&(r, _)| r < oldest) {
+            self.bw_samples.pop_front();
+        }
+    }
+}
+
+impl SatProbe {
+    /// A packet was sent at `now`.
+    pub fn handle_sent(&mut self, now: Instant) {
+        // Bounded: a packet never acknowledged nor declared lost is forgotten after 100 000.
+        if self.sent.len() >= 100_000 {
+            self.sent.pop_front();
+        }
+        self.sent
+            .push_back((now, self.delivered, self.delivered_at));
+        if self.round_start.is_none() {
+            self.round_start = Some(now);
+        }
+    }
+
+    /// The packet sent at `sent`, of `bytes`, was acknowledged at `now`; `min_rtt` is the
+    /// smallest round trip measured so far.
+    pub fn handle_ack(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        bytes: u64,
+        app_limited: bool,
+        min_rtt: Duration,
+    ) {
+        let m = min_rtt;
+        if !m.is_zero() {
+            self.min_rtt = Some(self.min_rtt.map_or(m, |o| o.min(m)));
+        }
+        self.delivered += bytes;
+        self.round_acked += bytes;
+        let before = self.delivered_at;
+        self.delivered_at = Some(now);
+        // The packet's record: the first sent at that instant (packets are sent in order).
+        let i = self.sent.partition_point(|&(t, _, _)| t < sent);
+        let rec = self.sent.get(i).copied().filter(|&(t, _, _)| t == sent);
+        if let Some((_, delivered_then, at_then)) = rec {
+            self.sent.remove(i);
+            // Delivery rate: bytes delivered between this packet's sending and its ACK, over
+            // the longer of the send and the ACK intervals (BBR's estimate, simplified).
+            let start = at_then.or(before).unwrap_or(sent);
+            let interval = now
+                .saturating_duration_since(start)
+                .max(now.saturating_duration_since(sent));
+            let bytes = self.delivered - delivered_then;
+            if !interval.is_zero() {
+                let rate = (u128::from(bytes) * 1_000_000_000 / interval.as_nanos()) as u64;
+                // An application-limited sample only counts if it raises the estimate.
+                if !app_limited || rate > self.bandwidth() {
+                    match self.bw_samples.back_mut() {
+                        Some((r, b)) if *r == self.round => *b = (*b).max(rate),
+                        _ => self.bw_samples.push_back((self.round, rate)),
+                    }
+                }
+            }
+        }
+        if let Some(start) = self.round_start {
+            if sent >= start && now.saturating_duration_since(start) >= self.rtt() {
+                self.end_round(now);
+            }
+        }
+    }
+
+    /// `lost` bytes, the last of them sent at `sent`, were declared lost.
+    pub fn handle_loss(&mut self, sent: Instant, lost: u64) {
+        self.lost_bytes += lost;
+        self.round_lost += lost;
+        // The lost packets' records go too (all sent up to `sent`, at the latest).
+        let i = self.sent.partition_point(|&(t, _, _)| t <= sent);
+        if i > 0 && lost > 0 {
+            let n = (lost / u64::from(self.mtu).max(1)).max(1) as usize;
+            for _ in 0..n.min(i) {
+                self.sent.pop_front();
+            }
+        }
+    }
+}
+
+impl Controller for SatProbe {
+    fn on_sent(&mut self, now: Instant, _bytes: u64, _last_packet_number: u64) {
+        self.handle_sent(now);
+    }
+
+    fn on_ack(&mut self, now: Instant, sent: Instant, bytes: u64, app: bool, rtt: &RttEstimator) {
+        self.handle_ack(now, sent, bytes, app, rtt.min());
+    }
+
+    fn on_congestion_event(&mut self, _now: Instant, sent: Instant, _persistent: bool, lost: u64) {
+        self.handle_loss(sent, lost);
+    }
+
+    fn on_mtu_update(&mut self, new_mtu: u16) {
+        self.mtu = new_mtu;
+    }
+
+    fn window(&self) -> u64 {
+        let floor = MIN_WINDOW_PACKETS * u64::from(self.mtu);
+        let bw = self.bandwidth();
+        if bw == 0 {
+            return (self.config.initial_packets * u64::from(self.mtu)).max(floor);
+        }
+        let gain = match self.state {
+            ProbeState::Startup => STARTUP_GAIN,
+            ProbeState::ProbeBw => PROBE_GAINS[self.cycle],
+        };
+        let bdp = (u128::from(bw) * self.rtt().as_nanos() / 1_000_000_000) as u64;
+        // Plus two packets, so that ACKs held by the peer never starve the pipe.
+        (bdp * gain / 100 + 2 * u64::from(self.mtu)).max(floor)
+    }
+
+    fn clone_box(&self) -> Box<dyn Controller> {
+        Box::new(self.clone())
+    }
+
+    fn initial_window(&self) -> u64 {
+        self.config.initial_packets * u64::from(self.mtu)
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rand::Rng;
+
+    /// What the test path needs of a controller (quinn's `RttEstimator` cannot be built
+    /// outside quinn, so the path calls the controllers' own inputs).
+    trait Cc {
+        fn sent(&mut self, now: Instant);
+        fn acked(&mut self, now: Instant, sent: Instant, bytes: u64, min_rtt: Duration);
+        fn lost(&mut self, sent: Instant, bytes: u64);
+        fn cwnd(&self) -> u64;
+    }
+
+    impl Cc for SatRate {
+        fn sent(&mut self, _: Instant) {}
+        fn acked(&mut self, _: Instant, _: Instant, _: u64, min_rtt: Duration) {
+            self.handle_ack(min_rtt);
+        }
+        fn lost(&mut self, _: Instant, bytes: u64) {
+            self.handle_loss(bytes);
+        }
+        fn cwnd(&self) -> u64 {
+            self.window()
+        }
+    }
+
+    impl Cc for SatProbe {
+        fn sent(&mut self, now: Instant) {
+            self.handle_sent(now);
+        }
+        fn acked(&mut self, now: Instant, sent: Instant, bytes: u64, min_rtt: Duration) {
+            self.handle_ack(now, sent, bytes, false, min_rtt);
+        }
+        fn lost(&mut self, sent: Instant, bytes: u64) {
+            self.handle_loss(sent, bytes);
+        }
+        fn cwnd(&self) -> u64 {
+            self.window()
+        }
+    }
+
+    /// Loss-based control as TCP Reno's congestion avoidance does it (RFC 5681): +1 packet
+    /// per window, halved on a loss (at most once per round trip).
+    struct Reno {
+        cwnd: u64,
+        mtu: u64,
+        recover_until: Option<Instant>,
+    }
+
+    impl Cc for Reno {
+        fn sent(&mut self, _: Instant) {}
+        fn acked(&mut self, _: Instant, _: Instant, bytes: u64, _: Duration) {
+            self.cwnd += self.mtu * bytes / self.cwnd;
+        }
+        fn lost(&mut self, sent: Instant, _: u64) {
+            if self.recover_until.is_some_and(|t| sent <= t) {
+                return;
+            }
+            self.cwnd = (self.cwnd / 2).max(2 * self.mtu);
+            self.recover_until = Some(sent + Duration::from_secs(1));
+        }
+        fn cwnd(&self) -> u64 {
+            self.cwnd
+        }
+    }
+
+    /// A bottleneck of `rate_bps` for 1400-byte packets, a fixed round trip, random loss
+    /// `per` and a queue of `queue` packets that overflows.
+    struct Path {
+        rate_bps: u64,
+        rtt: Duration,
+        per: f64,
+        queue: usize,
+    }
+
+    /// Drive `cc` over `path` packet by packet for `secs`: it sends while its window allows,
+    /// paced as quinn paces (1.25 × window per round trip), and each packet's ACK (or its
+    /// loss, an eighth of a round trip late) comes back in order. The goodput (bits/s) over
+    /// the second half.
+    fn goodput(cc: &mut dyn Cc, path: &Path, secs: u64, seed: u64) -> f64 {
+        let mtu = 1400u64;
+        let t0 = Instant::now();
+        let mut rng = Rng::new(seed, 0);
+        let ser = Duration::from_nanos(mtu * 8 * 1_000_000_000 / path.rate_bps);
+        let mut flight: VecDeque<(Instant, Option<Instant>)> = VecDeque::new();
+        let mut in_flight = 0u64;
+        let mut link_free = t0;
+        let mut now = t0;
+        let mut next_send = t0;
+        let mut min_rtt = Duration::MAX;
+        let end = t0 + Duration::from_secs(secs);
+        let half = t0 + Duration::from_secs(secs / 2);
+        let mut counted = 0u64;
+        while now < end {
+            let next_ack = flight
+                .front()
+                .map(|&(sent, ack)| ack.unwrap_or(sent + path.rtt + path.rtt / 8));
+            let can_send = in_flight + mtu <= cc.cwnd();
+            let send_at = next_send.max(now);
+            if can_send && next_ack.is_none_or(|a| send_at < a) {
+                now = send_at;
+                let depart = link_free.max(now) + ser;
+                let queued = ((depart - now).as_nanos() / ser.as_nanos()) as usize;
+                let overflow = queued > path.queue;
+                if !overflow {
+                    link_free = depart;
+                }
+                let lost = overflow || rng.next_f64() < path.per;
+                cc.sent(now);
+                flight.push_back((now, (!lost).then(|| depart + path.rtt)));
+                in_flight += mtu;
+                let srtt = if min_rtt == Duration::MAX {
+                    path.rtt
+                } else {
+                    min_rtt
+                };
+                let gap = srtt.as_nanos() as u64 * mtu * 4 / (5 * cc.cwnd()).max(1);
+                next_send = now + Duration::from_nanos(gap.max(1));
+                continue;
+            }
+            let Some((sent, ack)) = flight.pop_front() else {
+                break;
+            };
+            now = next_ack.unwrap_or(now).max(now);
+            in_flight -= mtu;
+            match ack {
+                Some(_) => {
+                    min_rtt = min_rtt.min(now - sent);
+                    cc.acked(now, sent, mtu, min_rtt);
+                    if now >= half {
+                        counted += mtu;
+                    }
+                }
+                None => cc.lost(sent, mtu),
+            }
+        }
+        counted as f64 * 8.0 / (secs - secs / 2) as f64
+    }
+
+    const GEO: Duration = Duration::from_millis(600);
+
+    #[test]
+    fn rate_window_is_rate_times_rtt_plus_ack_delay_and_headroom() {
+        let r = SatRate::new(SatRateConfig::new(20_000_000, GEO), 1472);
+        // 20 Mb/s on the wire is 20e6 × 1472/1500 = 19.627 Mb/s of UDP payload; × 0.625 s
+        // = 1 533 333 bytes; + 10 % = 1 686 666.
+        assert_eq!(r.window(), 1_686_666);
+        assert_eq!(
+            r.initial_window(),
+            r.window(),
+            "full rate from the first byte"
+        );
+        let mut slow = SatRate::new(SatRateConfig::new(64_000, GEO), 1472);
+        assert_eq!(slow.window(), 4 * 1472, "never below four packets");
+        slow.set_rate(2_000_000);
+        assert_eq!(slow.window(), 168_666);
+    }
+
+    #[test]
+    fn rate_mode_counts_losses_and_keeps_its_window() {
+        let mut r = SatRate::new(SatRateConfig::new(20_000_000, GEO), 1472);
+        let w = r.window();
+        for _ in 0..50 {
+            r.handle_loss(1472);
+        }
+        assert_eq!(
+            (r.window(), r.congestion_events, r.lost_bytes),
+            (w, 50, 50 * 1472)
+        );
+        // A measured round trip below the configured one sizes the window from then on.
+        r.handle_ack(Duration::from_millis(550));
+        r.handle_ack(Duration::from_millis(580));
+        assert_eq!(r.rtt(), Duration::from_millis(550));
+        assert_eq!(r.window(), 1_551_732, "19.627 Mb/s × 0.575 s × 1.1");
+    }
+
+    #[test]
+    fn rate_mode_fills_a_lossy_geo_link_where_loss_based_control_does_not() {
+        let path = Path {
+            rate_bps: 20_000_000,
+            rtt: GEO,
+            per: 1e-2,
+            queue: 300,
+        };
+        // The operator configures the link's rate on the wire; the path's packets are 1400
+        // bytes of payload, so the window is sized with their overhead.
+        let mut r = SatRate::new(SatRateConfig::new(20_000_000 * 1428 / 1400, GEO), 1400);
+        let g = goodput(&mut r, &path, 60, 1);
+        assert!(g > 0.97 * 20e6 * 0.99 && g <= 20e6, "rate mode: {g}");
+        let mut reno = Reno {
+            cwnd: 10 * 1400,
+            mtu: 1400,
+            recover_until: None,
+        };
+        let g_reno = goodput(&mut reno, &path, 60, 1);
+        assert!(
+            g_reno < 0.3 * g,
+            "Reno halves on every loss: {g_reno} vs {g}"
+        );
+    }
+
+    #[test]
+    fn probe_mode_finds_an_unknown_rate_and_random_loss_does_not_halve_it() {
+        // Startup overshoots a queue of 400 packets (the path holds 535 in flight), and that
+        // overflow is congestion; random loss must add no congestion round to it.
+        let mut rounds = Vec::new();
+        for (per, seed) in [(0.0, 1), (1e-3, 2), (1e-2, 3)] {
+            let path = Path {
+                rate_bps: 10_000_000,
+                rtt: GEO,
+                per,
+                queue: 400,
+            };
+            let mut p = SatProbe::new(SatProbeConfig::new(GEO), 1400);
+            let g = goodput(&mut p, &path, 60, seed);
+            assert!(
+                g > 0.85 * 10e6 * (1.0 - per),
+                "probe mode at PER {per}: {g} b/s, state {:?}, bw {}",
+                p.state(),
+                p.bandwidth()
+            );
+            assert_eq!(p.state(), ProbeState::ProbeBw, "left Startup");
+            rounds.push(p.congestion_rounds);
+        }
+        assert!(rounds.iter().all(|&r| r <= rounds[0] + 1), "{rounds:?}");
+        // With a queue Startup cannot overflow, no round is congested at any PER.
+        for per in [0.0, 1e-2] {
+            let path = Path {
+                rate_bps: 10_000_000,
+                rtt: GEO,
+                per,
+                queue: 2000,
+            };
+            let mut p = SatProbe::new(SatProbeConfig::new(GEO), 1400);
+            goodput(&mut p, &path, 30, 5);
+            assert_eq!(p.congestion_rounds, 0, "PER {per}");
+        }
+    }
+
+    #[test]
+    fn probe_mode_backs_off_when_a_queue_overflows_each_round() {
+        // A queue of 20 packets on a 600 ms, 10 Mb/s path (535 packets in flight): Startup
+        // overflows it; more than a fifth of a round lost is taken for congestion.
+        let path = Path {
+            rate_bps: 10_000_000,
+            rtt: GEO,
+            per: 0.0,
+            queue: 20,
+        };
+        let mut p = SatProbe::new(SatProbeConfig::new(GEO), 1400);
+        let g = goodput(&mut p, &path, 60, 4);
+        assert!(p.congestion_rounds >= 1, "{}", p.congestion_rounds);
+        assert!(g > 0.7 * 10e6, "still fills the link: {g}");
+        // Loss bursts below the limit are not congestion.
+        let mut q = SatProbe::new(SatProbeConfig::new(Duration::from_millis(100)), 1000);
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        for i in 0..100u64 {
+            q.handle_sent(t0 + ms(i));
+        }
+        for i in 0..100u64 {
+            let sent = t0 + ms(i);
+            if i % 10 == 0 {
+                q.handle_loss(sent, 1000);
+            } else {
+                q.handle_ack(sent + ms(100), sent, 1000, false, ms(100));
+            }
+        }
+        assert_eq!(q.congestion_rounds, 0, "10 % lost");
+        let bw = q.bandwidth();
+        assert!((800_000..=1_100_000).contains(&bw), "{bw}");
+    }
+}
