@@ -23,6 +23,9 @@
 #   RCVBUF        the client's receive buffer in bytes (default: the kernel's autotuning);
 #                 65536 gives paper 004's unscaled 64 KiB window
 #   KEEP=1        leave the topology and the emulator up at the end
+#   EMU_SET       overrides of the emulated hop, space-separated `key=value` as `satpep emu
+#                 --set` takes them (e.g. EMU_SET='link.forward.error.per=1e-2
+#                 link.return.rate=64kbps')
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -55,8 +58,13 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 SPD_PREFIX=$P "$HERE/topology.sh" up
+EMU_ARGS=""
+for kv in ${EMU_SET:-}; do
+    EMU_ARGS="$EMU_ARGS --set $kv"
+done
+# shellcheck disable=SC2086
 "$SATPEP" emu "$ROOT/scenarios/deploy/geo_20_2.toml" \
-    --set "node.term.netns=$P-term" --set "node.gw.netns=$P-gw" \
+    --set "node.term.netns=$P-term" --set "node.gw.netns=$P-gw" $EMU_ARGS \
     --quiet --no-status --out "$OUT/emu" &
 PIDS="$PIDS $!"
 
@@ -109,9 +117,9 @@ for _ in $(seq "$TTFB_RUNS"); do get 1000; sleep 0.5; done
 for _ in $(seq "$MB1_RUNS"); do get 1000000; sleep 0.5; done
 for _ in $(seq "$MB100_RUNS"); do get 100000000; done
 
-python3 - "$OUT" "${TERMINAL_CMD:-}" "${GATEWAY_CMD:-}" "${RCVBUF:-}" <<'EOF'
+python3 - "$OUT" "${TERMINAL_CMD:-}" "${GATEWAY_CMD:-}" "${RCVBUF:-}" "${EMU_SET:-}" <<'EOF'
 import json, statistics, sys
-out, term, gw, rcvbuf = sys.argv[1:5]
+out, term, gw, rcvbuf, emu_set = sys.argv[1:6]
 rows = [json.loads(l) for l in open(f"{out}/transfers.jsonl")]
 peers = sorted({l.split()[0] for l in open(f"{out}/peers.txt")})
 def by(size): return [r for r in rows if r["size"] == size]
@@ -119,7 +127,8 @@ bad = [r for r in rows if not r["ok"]]
 def med(xs): return statistics.median(xs) if xs else None
 res = {
     "mode": ("no PEP" if not (term or gw) else f"terminal: {term or '-'}; gateway: {gw or '-'}")
-        + (f"; client receive buffer {rcvbuf} B" if rcvbuf else ""),
+        + (f"; client receive buffer {rcvbuf} B" if rcvbuf else "")
+        + (f"; hop: {emu_set}" if emu_set else ""),
     "failed_transfers": len(bad),
     "server_saw": peers,
     "ttfb_1kB_s": [r["ttfb_s"] for r in by(1000)],

@@ -81,6 +81,16 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Make a certificate and key for one end of the accelerated PEP (`[split.accel]`):
+    /// writes DIR/NAME.crt and DIR/NAME.key (mode 0600; never overwrites) and prints the
+    /// certificate's `sha256:` fingerprint, which the other end lists in its `peers`.
+    Keygen {
+        /// The end's name (e.g. `gateway`, `terminal-17`).
+        name: String,
+        /// Where to write the files.
+        #[arg(long, default_value = ".")]
+        out: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -103,7 +113,52 @@ fn main() -> ExitCode {
         Command::Model(args) => model_cmd::run(args),
         Command::Reproduce(args) => reproduce_cmd::run(args),
         Command::TcpScript { files } => tcp_script(&files),
+        Command::Keygen { name, out } => keygen(&name, &out),
     }
+}
+
+/// `satpep keygen NAME [--out DIR]`.
+fn keygen(name: &str, out: &std::path::Path) -> ExitCode {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+        || name.starts_with('.')
+    {
+        eprintln!(
+            "error: `{}`: a name of letters, digits, `-`, `_` or `.`",
+            name.escape_debug()
+        );
+        return ExitCode::from(2);
+    }
+    let (cert, key, fp) = match satpep_daemon::accel::tls::generate(name) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    for (ext, text, mode) in [("crt", &cert, 0o644), ("key", &key, 0o600)] {
+        let path = out.join(format!("{name}.{ext}"));
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&path)
+            .and_then(|mut f| f.write_all(text.as_bytes()));
+        if let Err(e) = written {
+            eprintln!("error: {}: {e}", path.display());
+            return ExitCode::from(if e.kind() == std::io::ErrorKind::AlreadyExists {
+                2
+            } else {
+                1
+            });
+        }
+    }
+    println!("{fp}");
+    ExitCode::SUCCESS
 }
 
 /// `satpep plot DIR… [--out DIR]`.

@@ -121,6 +121,85 @@ pub struct SplitEngineConfig {
     /// Congestion control (`TCP_CONGESTION`) per leg; absent: the kernel's default.
     #[serde(default)]
     pub congestion_control: LegCongestion,
+    /// `[split.accel]`: the accelerated PEP's satellite transport (`engine = "accel"` only).
+    #[serde(default)]
+    pub accel: Option<AccelConfig>,
+}
+
+/// `[split.accel]`: terminal and gateway joined by one QUIC connection per terminal
+/// ([`crate::accel`]). Both ends terminate TCP locally (the terminal intercepts its clients'
+/// connections with TPROXY as the kernel engine does; the gateway opens the server connections
+/// from the clients' addresses) and carry each connection on a stream of their own.
+#[derive(Clone, Debug, Deserialize, Eq, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AccelConfig {
+    /// Terminal: the gateway's UDP address (e.g. `"192.0.2.1:4433"`).
+    #[serde(default)]
+    pub gateway: Option<SocketAddr>,
+    /// Gateway: the UDP address it listens on. Default `0.0.0.0:4433`.
+    #[serde(default)]
+    pub listen: Option<SocketAddr>,
+    /// This end's certificate (PEM; `satpep keygen` makes one). A relative path is taken
+    /// from the configuration file's folder.
+    pub certificate: PathBuf,
+    /// This end's private key (PEM), likewise.
+    pub key: PathBuf,
+    /// The certificates of the other end this one accepts, as `sha256:<64 hex digits>` of the
+    /// certificate (`satpep keygen` prints it): the gateway's on a terminal, the terminals'
+    /// on a gateway. Nothing else is trusted (no certificate authority, no skipping).
+    pub peers: Vec<String>,
+    /// Gateway: the destinations (`a.b.c.d/len`) it opens connections to for terminals;
+    /// anything else is refused. Required on a gateway (`["0.0.0.0/0"]` says "anywhere" in
+    /// so many words): a gateway is never an open relay by default.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// The forward (gateway to terminal) capacity on the wire.
+    pub forward: Bitrate,
+    /// The return (terminal to gateway) capacity on the wire.
+    #[serde(rename = "return")]
+    pub return_rate: Bitrate,
+    /// The satellite round trip, assumed until measured (e.g. `"600ms"`).
+    pub rtt: Duration,
+    /// The controller of what this end sends: `"rate"` (at the configured capacity, deaf to
+    /// loss; default), `"probe"` (measures shared or unknown capacity), or quinn's own
+    /// `"cubic"`, `"bbr"`, `"new_reno"` for comparison.
+    #[serde(default)]
+    pub congestion: AccelCongestion,
+    /// UDP payload bytes per packet (default 1452: a 1500-byte path with room to spare).
+    #[serde(default = "default_accel_mtu")]
+    pub mtu: u16,
+    /// Gateway: how long a server may take to accept before the client is reset. Default
+    /// `"10s"`.
+    #[serde(default = "default_accel_connect_timeout")]
+    pub connect_timeout: Duration,
+    /// Streams (TCP connections) one terminal may hold at once. Default 10 000.
+    #[serde(default = "default_max_connections")]
+    pub max_streams: u32,
+}
+
+/// `[split.accel] congestion`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum AccelCongestion {
+    /// `satpep_proto::accel::cc::SatRate`.
+    #[default]
+    Rate,
+    /// `satpep_proto::accel::cc::SatProbe`.
+    Probe,
+    /// quinn's CUBIC.
+    Cubic,
+    /// quinn's BBR.
+    Bbr,
+    /// quinn's NewReno.
+    NewReno,
+}
+
+fn default_accel_mtu() -> u16 {
+    1452
+}
+
+fn default_accel_connect_timeout() -> Duration {
+    Duration::from_secs(10)
 }
 
 /// `[split] engine`.
@@ -131,6 +210,9 @@ pub enum SplitEngine {
     User,
     /// Linux TCP on both legs: nftables TPROXY, `IP_TRANSPARENT` sockets, splice.
     Kernel,
+    /// The accelerated PEP: Linux TCP on the LAN legs, one QUIC connection across the
+    /// satellite (`[split.accel]`).
+    Accel,
 }
 
 /// `[split.congestion_control]`: an algorithm name from
@@ -275,12 +357,24 @@ impl DaemonConfig {
         };
         let de = toml::Deserializer::parse(text)
             .map_err(|e| err(line_at(text, e.span()), "(syntax)".into(), one_line(&e)))?;
-        let config: Self = serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut config: Self = serde_path_to_error::deserialize(de).map_err(|e| {
             let key = e.path().to_string();
             let inner = e.into_inner();
             let line = line_at(text, inner.span()).or_else(|| find_key(text, &key));
             err(line, key, one_line(&inner))
         })?;
+        // Relative certificate and key paths are the configuration file's neighbours, wherever
+        // the daemon is started from.
+        if let (Some(a), Some(dir)) = (
+            config.split.as_mut().and_then(|s| s.accel.as_mut()),
+            file.parent(),
+        ) {
+            for p in [&mut a.certificate, &mut a.key] {
+                if p.is_relative() {
+                    *p = dir.join(&*p);
+                }
+            }
+        }
         config
             .validate()
             .map_err(|(key, message)| err(find_key(text, &key), key, message))?;
@@ -343,7 +437,10 @@ impl DaemonConfig {
                 ))
             }
             (Some(mb), None) => mb.validate().map_err(|m| split_key("middlebox", &m))?,
-            (None, Some(k)) => self.validate_kernel_split(k)?,
+            (None, Some(k)) => {
+                self.validate_kernel_split(k)?;
+                self.validate_accel(k)?;
+            }
         }
         if let Some(sp) = self
             .split
@@ -496,11 +593,81 @@ impl DaemonConfig {
         Ok(())
     }
 
-    /// The kernel split engine's settings, when it runs instead of a middlebox.
+    /// The kernel split engine's settings, when it (or the accelerated PEP, which
+    /// intercepts connections the same way) runs instead of a middlebox.
     pub fn kernel_split(&self) -> Option<&SplitEngineConfig> {
         self.split
             .as_ref()
-            .filter(|s| s.engine == SplitEngine::Kernel)
+            .filter(|s| matches!(s.engine, SplitEngine::Kernel | SplitEngine::Accel))
+    }
+
+    /// The accelerated PEP's settings, when it runs.
+    pub fn accel(&self) -> Option<&AccelConfig> {
+        self.split
+            .as_ref()
+            .filter(|s| s.engine == SplitEngine::Accel)
+            .and_then(|s| s.accel.as_ref())
+    }
+
+    fn validate_accel(&self, k: &SplitEngineConfig) -> Result<(), (String, String)> {
+        let Some(a) = &k.accel else {
+            if k.engine == SplitEngine::Accel {
+                return Err((
+                    "split".into(),
+                    "`engine = \"accel\"` needs a `[split.accel]` table".into(),
+                ));
+            }
+            return Ok(());
+        };
+        if k.engine != SplitEngine::Accel {
+            return Err((
+                "split.accel".into(),
+                "only with `engine = \"accel\"`".into(),
+            ));
+        }
+        if a.peers.is_empty() {
+            return Err((
+                "split.accel.peers".into(),
+                "list the certificates this end accepts (`sha256:…`, from `satpep keygen`)".into(),
+            ));
+        }
+        for (i, p) in a.peers.iter().enumerate() {
+            if crate::accel::tls::parse_fingerprint(p).is_none() {
+                return Err((
+                    format!("split.accel.peers.{i}"),
+                    format!("`{p}`: `sha256:` and 64 hex digits"),
+                ));
+            }
+        }
+        for (i, p) in a.allow.iter().enumerate() {
+            if crate::accel::parse_prefix(p).is_none() {
+                return Err((
+                    format!("split.accel.allow.{i}"),
+                    format!("`{p}`: an IPv4 prefix, e.g. \"192.0.2.0/24\""),
+                ));
+            }
+        }
+        for (key, rate) in [("forward", a.forward), ("return", a.return_rate)] {
+            if rate.0 < 8_000 {
+                return Err((format!("split.accel.{key}"), "at least 8 kb/s".into()));
+            }
+        }
+        if !(1_000_000..=10_000_000_000).contains(&a.rtt.as_nanos()) {
+            return Err(("split.accel.rtt".into(), "1 ms to 10 s".into()));
+        }
+        if !(1200..=8952).contains(&a.mtu) {
+            return Err((
+                "split.accel.mtu".into(),
+                "1200 (QUIC's least) to 8952".into(),
+            ));
+        }
+        if a.max_streams == 0 || a.max_streams > MAX_SPLIT_CONNECTIONS {
+            return Err((
+                "split.accel.max_streams".into(),
+                format!("1 to {MAX_SPLIT_CONNECTIONS}"),
+            ));
+        }
+        Ok(())
     }
 
     /// The middlebox (pass-through when the kernel split engine runs instead).
@@ -530,6 +697,7 @@ fn kernel_defaults() -> SplitEngineConfig {
         idle_timeout: None,
         satellite: None,
         congestion_control: LegCongestion::default(),
+        accel: None,
     }
 }
 

@@ -93,7 +93,7 @@ impl EgressTable {
 }
 
 /// `default`, `a.b.c.d` or `a.b.c.d/len`, as `ip -j` writes a route's `dst`.
-fn parse_prefix(s: &str) -> Option<(u32, u8)> {
+pub fn parse_prefix(s: &str) -> Option<(u32, u8)> {
     if s == "default" {
         return Some((0, 0));
     }

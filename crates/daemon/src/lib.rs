@@ -18,6 +18,7 @@
 
 #![warn(missing_docs)]
 
+pub mod accel;
 pub mod config;
 pub mod egress;
 pub mod kernel;
@@ -88,13 +89,46 @@ pub fn init_logging(format: LogFormat, verbose: bool) {
 /// install. Interfaces that do not exist on this machine are listed as warnings.
 pub fn describe(config: &DaemonConfig, role: Role) -> String {
     let name = config.instance(role);
-    let plan = routing::RoutingPlan::new(config, &name);
+    let mut plan = routing::RoutingPlan::new(config, &name);
+    plan.intercept = config.accel().is_none() || role == Role::Terminal;
     let mb = satpep_proto::middlebox::Middlebox::new(
         config.middlebox(),
         satpep_proto::rand::Rng::new(config.seed, 1),
     );
-    let mechanism = match config.kernel_split() {
-        Some(k) => format!(
+    let mechanism = match (config.accel(), config.kernel_split()) {
+        (Some(a), Some(k)) => format!(
+            "accelerated PEP: {} (ports {}), one QUIC connection ({:?} congestion control, {} forward / {} return, {} ms RTT), certificate {}, trusting {}{}",
+            match role {
+                Role::Terminal => format!(
+                    "intercepts TCP on its interfaces and carries it to the gateway {}",
+                    a.gateway.map_or("(missing: split.accel.gateway)".to_owned(), |g| g.to_string())
+                ),
+                Role::Gateway => format!(
+                    "accepts terminals on UDP {} and opens their connections from the clients' addresses",
+                    a.listen.map_or("0.0.0.0:4433".to_owned(), |l| l.to_string())
+                ),
+            },
+            if k.ports.is_empty() {
+                "all".to_owned()
+            } else {
+                format!("{:?}", k.ports)
+            },
+            a.congestion,
+            a.forward,
+            a.return_rate,
+            a.rtt.as_nanos() / 1_000_000,
+            accel::tls::Identity::load(&a.certificate, &a.key)
+                .map_or_else(|e| format!("unreadable ({e})"), |id| id.fingerprint()),
+            a.peers.join(", "),
+            match role {
+                Role::Gateway if a.allow.is_empty() => {
+                    "; allow: none (missing: a gateway must list its destinations)".to_owned()
+                }
+                Role::Gateway => format!("; allow: {}", a.allow.join(", ")),
+                Role::Terminal => String::new(),
+            }
+        ),
+        (None, Some(k)) => format!(
             "split_tcp, kernel engine (ports {}, at most {} connections, {} bytes per direction, idle timeout {})",
             if k.ports.is_empty() {
                 "all".to_owned()
@@ -105,7 +139,7 @@ pub fn describe(config: &DaemonConfig, role: Role) -> String {
             k.buffer.bytes(),
             k.idle_timeout.map_or("none".to_owned(), |d| format!("{} s", d.as_nanos() / 1_000_000_000)),
         ),
-        None => mb.kind().to_owned(),
+        _ => mb.kind().to_owned(),
     };
     let mut s = format!(
         "instance {name} ({})\nmechanism: {mechanism}\n",
@@ -126,6 +160,9 @@ pub fn describe(config: &DaemonConfig, role: Role) -> String {
             "  (warning: no such interface here)"
         };
         let to = match config.kernel_split() {
+            Some(_) if !plan.intercept => {
+                "connections opened from the clients' addresses".to_owned()
+            }
             Some(k) => format!(
                 "SYNs to listener 127.0.0.1:{}",
                 u32::from(k.listen_port) + i as u32

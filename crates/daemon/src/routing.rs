@@ -31,6 +31,10 @@ pub struct RoutingPlan {
     /// The kernel split engine's settings, when it runs: then no TUN device, one nftables
     /// table and one fwmark rule ([`crate::kernel`]).
     pub kernel: Option<SplitEngineConfig>,
+    /// Whether SYNs arriving on the interfaces are diverted to the engine's listeners (the
+    /// kernel engine, an accelerated terminal); an accelerated gateway opens connections
+    /// only, so it needs just the `socket transparent` mark for their answers.
+    pub intercept: bool,
 }
 
 impl RoutingPlan {
@@ -41,6 +45,7 @@ impl RoutingPlan {
             interfaces: config.interfaces.clone(),
             routing: config.routing,
             kernel: config.kernel_split().cloned(),
+            intercept: true,
         }
     }
 
@@ -92,7 +97,12 @@ impl RoutingPlan {
              \t\tmeta l4proto tcp socket transparent 1 meta mark set {mark} accept\n\
              \t\tfib daddr type local accept\n"
         );
-        for (i, iface) in self.interfaces.iter().enumerate() {
+        let intercepted = if self.intercept {
+            &self.interfaces[..]
+        } else {
+            &[]
+        };
+        for (i, iface) in intercepted.iter().enumerate() {
             let port = u32::from(k.listen_port) + i as u32;
             for flags in ["(syn | ack) == syn", "(syn | ack | rst) == ack"] {
                 s += &format!(

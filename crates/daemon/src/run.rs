@@ -82,6 +82,9 @@ pub fn run(
     opts: &RunOptions,
     ready: impl FnOnce(&Status),
 ) -> Result<(), DaemonError> {
+    if config.accel().is_some() {
+        return crate::accel::run(config, role, opts, ready);
+    }
     if config.kernel_split().is_some() {
         return crate::kernel::run(config, role, opts, ready);
     }

@@ -93,20 +93,12 @@ pub fn run(
     let Some(k) = config.kernel_split() else {
         return Err(DaemonError::Setup("no [split] engine = \"kernel\"".into()));
     };
-    let name = config.instance(role);
-    for done in cleanup(config, role, opts)? {
-        info!(instance = %name, "{done}");
-    }
-    let present: Vec<String> = std::fs::read_dir("/sys/class/net")
-        .map_err(DaemonError::Io)?
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    let interfaces = crate::config::resolve_interfaces(&config.interfaces, &present)
-        .map_err(DaemonError::Setup)?;
-    let mut plan = RoutingPlan::new(config, &name);
-    plan.interfaces = interfaces.clone();
-    let file = state::path(&opts.state_dir, &name);
+    let Prepared {
+        name,
+        interfaces,
+        plan,
+        file,
+    } = prepare(config, role, opts)?;
     let signals = SignalPipe::install().map_err(DaemonError::Io)?;
     raise_fd_limit(k.max_connections);
 
@@ -150,34 +142,7 @@ pub fn run(
         });
     }
 
-    let ip_forward = state::read_sysctl("net/ipv4/ip_forward").map_err(DaemonError::Io)?;
-    let changes = state::global_changes(&ip_forward);
-    let st = State {
-        pid: std::process::id(),
-        restore: changes
-            .iter()
-            .map(|(k, old, _)| (k.clone(), old.clone()))
-            .collect(),
-    };
-    state::write(&file, &st).map_err(DaemonError::Io)?;
-    let mut guard = Teardown {
-        plan: plan.clone(),
-        file: file.clone(),
-        restore: st.restore.clone(),
-        armed: true,
-    };
-    for (key, _, new) in &changes {
-        state::write_sysctl(key, new).map_err(DaemonError::Io)?;
-        info!(instance = %name, "set {key} = {new}");
-    }
-    ip_batch(&plan.install_script()).map_err(DaemonError::Setup)?;
-    if let Some(script) = plan.nft_script() {
-        run_stdin("nft", &["-f", "-"], &script).map_err(|e| {
-            DaemonError::Setup(format!(
-                "{e} (is nftables installed? apt-get install nftables)"
-            ))
-        })?;
-    }
+    let mut guard = install(&plan, &file, &name)?;
 
     let mut metrics = match config.metrics.listen {
         Some(addr) => Some(
@@ -294,6 +259,82 @@ pub fn run(
     drop(listeners);
     guard.run()?;
     Ok(())
+}
+
+/// What the engines that intercept with TPROXY (kernel split, accelerated PEP) find out before
+/// they change anything.
+pub(crate) struct Prepared {
+    pub name: String,
+    pub interfaces: Vec<String>,
+    pub plan: RoutingPlan,
+    pub file: std::path::PathBuf,
+}
+
+/// Undo what a predecessor left, and resolve the interfaces.
+pub(crate) fn prepare(
+    config: &DaemonConfig,
+    role: Role,
+    opts: &RunOptions,
+) -> Result<Prepared, DaemonError> {
+    let name = config.instance(role);
+    for done in cleanup(config, role, opts)? {
+        info!(instance = %name, "{done}");
+    }
+    let present: Vec<String> = std::fs::read_dir("/sys/class/net")
+        .map_err(DaemonError::Io)?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let interfaces = crate::config::resolve_interfaces(&config.interfaces, &present)
+        .map_err(DaemonError::Setup)?;
+    let mut plan = RoutingPlan::new(config, &name);
+    plan.interfaces = interfaces.clone();
+    let file = state::path(&opts.state_dir, &name);
+    Ok(Prepared {
+        name,
+        interfaces,
+        plan,
+        file,
+    })
+}
+
+/// Record, then change, the sysctls; add the rules and the nftables table. The guard takes
+/// them out again (explicitly, or on an error return by drop).
+pub(crate) fn install(
+    plan: &RoutingPlan,
+    file: &std::path::Path,
+    name: &str,
+) -> Result<Teardown, DaemonError> {
+    let ip_forward = state::read_sysctl("net/ipv4/ip_forward").map_err(DaemonError::Io)?;
+    let changes = state::global_changes(&ip_forward);
+    let st = State {
+        pid: std::process::id(),
+        restore: changes
+            .iter()
+            .map(|(k, old, _)| (k.clone(), old.clone()))
+            .collect(),
+    };
+    state::write(file, &st).map_err(DaemonError::Io)?;
+    let guard = Teardown {
+        plan: plan.clone(),
+        file: file.to_path_buf(),
+        restore: st.restore.clone(),
+        armed: true,
+    };
+    for (key, _, new) in &changes {
+        state::write_sysctl(key, new).map_err(DaemonError::Io)?;
+        info!(instance = %name, "set {key} = {new}");
+    }
+    ip_batch(&plan.install_script()).map_err(DaemonError::Setup)?;
+    if let Some(script) = plan.nft_script() {
+        run_stdin("nft", &["-f", "-"], &script).map_err(|e| {
+            DaemonError::Setup(format!(
+                "{e} (is nftables installed? apt-get install nftables)"
+            ))
+        })?;
+    }
+
+    Ok(guard)
 }
 
 /// How often idle connections are looked for.
@@ -432,7 +473,7 @@ impl Engine {
 
 /// A listener on 127.0.0.1:`port` that accepts connections TPROXY diverts to it, with
 /// congestion control `cc` for the connections it accepts.
-fn transparent_listener(port: u16, cc: Option<&str>) -> io::Result<TcpListener> {
+pub(crate) fn transparent_listener(port: u16, cc: Option<&str>) -> io::Result<TcpListener> {
     let fd = tcp_socket()?;
     setsockopt(&fd, sockopt::IpTransparent, &true)?;
     setsockopt(&fd, sockopt::ReuseAddr, &true)?;
@@ -481,7 +522,7 @@ fn tcp_socket() -> io::Result<OwnedFd> {
 
 /// Six descriptors per connection (two sockets, two pipes): raise the soft limit to the hard
 /// one, and say so when even that is short of `max_connections`.
-fn raise_fd_limit(max_connections: u32) {
+pub(crate) fn raise_fd_limit(max_connections: u32) {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};
     let need = u64::from(max_connections) * 6 + 64;
     if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {

@@ -1,0 +1,693 @@
+//! The accelerated PEP: terminal and gateway joined by one QUIC connection per terminal.
+//!
+//! ```text
+//!  client ─SYN─▶ terminal: nft tproxy ─▶ listener (IP_TRANSPARENT), answered on the LAN
+//!                   │ one QUIC stream per connection: header (client, server), then bytes
+//!                   ▼
+//!   ═══ satellite: one long-lived QUIC connection, TLS 1.3 with pinned certificates,
+//!       our satellite congestion control (rate or probe; proto::accel::cc) ═══
+//!                   │
+//!                   ▼
+//!  gateway: stream ─▶ allowed? ─▶ socket bound to the client's address (IP_TRANSPARENT)
+//!                   ─▶ server; its answers come back by nft `socket transparent` + fwmark
+//! ```
+//!
+//! **Set-up in one satellite round trip.** The terminal's kernel answers the client's SYN on
+//! the LAN; the client's first bytes leave at once on a new stream of the connection that is
+//! already up (no handshake, no slow start: the rate controller's window is the whole
+//! bandwidth-delay product from the first byte). The gateway connects to the server when the
+//! stream's header arrives, so the first response byte is one satellite round trip (plus the
+//! server's own) after the request.
+//!
+//! **Semantics: fail-open handshake, like the kernel engine.** The client's handshake
+//! completes before the server is asked; a server that refuses, is not allowed, or does not
+//! answer within `connect_timeout` resets the stream with a code (`proto::accel::header::Reset`)
+//! and the terminal resets the client's connection: the client sees `ECONNRESET` after its
+//! handshake rather than `ECONNREFUSED`. A RST on either side resets the stream and the other
+//! side's connection; a FIN ends the stream's direction and half-closes the other side.
+//!
+//! **Memory** is bounded by QUIC flow control (per stream and per connection windows sized
+//! from the bandwidth-delay product) and by `max_streams` per terminal; when a window is full
+//! the relay stops reading from TCP and the sender's own window closes (backpressure).
+//!
+//! The driver is quinn's tokio runtime around quinn-proto; the controllers and the stream
+//! header are sans-IO in `satpep_proto::accel` (a simulator driver of the same connection is
+//! future work: `sim` does not yet run the accelerated PEP).
+
+pub mod tls;
+
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nix::sys::socket::{setsockopt, sockopt};
+use quinn::{AckFrequencyConfig, Connection, RecvStream, SendStream, TransportConfig, VarInt};
+use satpep_proto::accel::cc::{SatProbeConfig, SatRateConfig};
+use satpep_proto::accel::header::{Reset, StreamHeader, LEN};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+use crate::config::{AccelConfig, AccelCongestion, DaemonConfig, Role};
+use crate::kernel::{install, prepare, raise_fd_limit, transparent_listener, Prepared};
+use crate::metrics::MetricsServer;
+use crate::run::{RunOptions, Status};
+use crate::DaemonError;
+
+pub use crate::egress::parse_prefix;
+
+/// The engine's counters (exported as `satpep_accel_*`).
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// TCP connections carried (terminal: accepted; gateway: streams whose server answered).
+    pub connections: AtomicU64,
+    /// Connections open now.
+    pub open: AtomicU64,
+    /// Connections ended by a reset, per [`Reset`] code (index = code).
+    pub resets: [AtomicU64; 8],
+    /// Bytes client to server.
+    pub bytes_up: AtomicU64,
+    /// Bytes server to client.
+    pub bytes_down: AtomicU64,
+    /// Satellite connections established (terminal: to the gateway; gateway: from terminals).
+    pub quic_connections: AtomicU64,
+    /// Handshakes refused or failed (an unknown terminal, a wrong gateway, no answer).
+    pub quic_failures: AtomicU64,
+    /// Terminal: connections reset because no satellite connection was up in time.
+    pub no_tunnel: AtomicU64,
+}
+
+/// Run the accelerated PEP until SIGINT or SIGTERM.
+pub fn run(
+    config: &DaemonConfig,
+    role: Role,
+    opts: &RunOptions,
+    ready: impl FnOnce(&Status),
+) -> Result<(), DaemonError> {
+    let (Some(k), Some(a)) = (config.kernel_split(), config.accel()) else {
+        return Err(DaemonError::Setup("no [split] engine = \"accel\"".into()));
+    };
+    let pins: Vec<[u8; 32]> = a
+        .peers
+        .iter()
+        .filter_map(|p| tls::parse_fingerprint(p))
+        .collect();
+    let id = tls::Identity::load(&a.certificate, &a.key).map_err(DaemonError::Setup)?;
+    let fingerprint = id.fingerprint();
+    let allow: Vec<(u32, u8)> = a.allow.iter().filter_map(|p| parse_prefix(p)).collect();
+    match role {
+        Role::Terminal if a.gateway.is_none() => {
+            return Err(DaemonError::Setup(
+                "split.accel.gateway: a terminal needs the gateway's address".into(),
+            ))
+        }
+        Role::Gateway if allow.is_empty() => {
+            return Err(DaemonError::Setup(
+                "split.accel.allow: list the destinations the gateway may connect to (\"0.0.0.0/0\": anywhere)".into(),
+            ))
+        }
+        _ => {}
+    }
+    let Prepared {
+        name,
+        interfaces,
+        mut plan,
+        file,
+    } = prepare(config, role, opts)?;
+    plan.intercept = role == Role::Terminal;
+    raise_fd_limit(k.max_connections.max(a.max_streams));
+    // Listeners before rules: a SYN diverted before its listener exists would be lost.
+    let mut listeners = Vec::new();
+    if role == Role::Terminal {
+        for i in 0..interfaces.len() {
+            let port = u32::from(k.listen_port) + i as u32;
+            let port = u16::try_from(port)
+                .map_err(|_| DaemonError::Setup(format!("listen port {port} is above 65535")))?;
+            let l = transparent_listener(port, None).map_err(|e| {
+                DaemonError::Setup(format!(
+                    "cannot listen on 127.0.0.1:{port} with IP_TRANSPARENT: {e}"
+                ))
+            })?;
+            l.set_nonblocking(true).map_err(DaemonError::Io)?;
+            listeners.push(l);
+        }
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(DaemonError::Io)?;
+    let mut guard = install(&plan, &file, &name)?;
+    let stats = Arc::new(Stats::default());
+    let metrics = match config.metrics.listen {
+        Some(addr) => Some(
+            MetricsServer::bind(addr)
+                .map_err(|e| DaemonError::Setup(format!("metrics.listen {addr}: {e}")))?,
+        ),
+        None => None,
+    };
+    info!(
+        instance = %name,
+        role = role.name(),
+        engine = "accel",
+        interfaces = ?interfaces,
+        ports = ?k.ports,
+        certificate = %fingerprint,
+        congestion = ?a.congestion,
+        "in the forwarding path"
+    );
+    ready(&Status {
+        metrics: metrics.as_ref().and_then(|m| m.local_addr().ok()),
+    });
+    let result = rt.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+        let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+        if let Some(m) = metrics {
+            tokio::spawn(serve_metrics(m, name.clone(), role, stats.clone()));
+        }
+        let engine = async {
+            match role {
+                Role::Terminal => {
+                    let client = tls::client_config(id, &pins).map_err(DaemonError::Setup)?;
+                    terminal(a, client, listeners, stats.clone(), &name).await
+                }
+                Role::Gateway => {
+                    let server = tls::server_config(id, &pins).map_err(DaemonError::Setup)?;
+                    gateway(a, server, allow, stats.clone(), &name).await
+                }
+            }
+        };
+        tokio::select! {
+            r = engine => r,
+            _ = term.recv() => Ok(()),
+            _ = int.recv() => Ok(()),
+            _ = hup.recv() => Ok(()),
+        }
+    });
+    info!(instance = %name, "stopping: removing the nftables table and rules");
+    rt.shutdown_timeout(Duration::from_millis(200));
+    guard.run()?;
+    result
+}
+
+/// The QUIC transport settings of this end: flow control for the satellite's bandwidth-delay
+/// product, the connection kept up across idle periods, our controller, and (on the gateway)
+/// ACKs asked of the terminal only as often as the return link affords.
+fn transport(a: &AccelConfig, role: Role) -> TransportConfig {
+    let rtt = Duration::from_nanos(a.rtt.as_nanos());
+    let (send_bps, peer_bps) = match role {
+        Role::Gateway => (a.forward.0, a.return_rate.0),
+        Role::Terminal => (a.return_rate.0, a.forward.0),
+    };
+    let mut t = TransportConfig::default();
+    // Receive windows, in bandwidth-delay products of the faster direction. A lost packet
+    // holds a stream's later bytes here until its retransmission arrives (about 1.5 round
+    // trips after it was sent), and the window's update needs half a round trip more to reach
+    // the sender: with less than about 2.5 products per stream, every line error stalls the
+    // sender (measured: 2 products gave 17.4 Mb/s of 19.0 at PER 1e-3). One stream may take
+    // the connection's whole window, which bounds what a terminal's connections hold in all.
+    let bdp = (u128::from(peer_bps.max(send_bps)) * rtt.as_nanos() / 8 / 1_000_000_000) as u64;
+    let stream_window = (6 * bdp).clamp(1 << 20, 64 << 20);
+    let conn_window = (12 * bdp).clamp(4 << 20, 256 << 20);
+    t.stream_receive_window(VarInt::from_u64(stream_window).unwrap_or(VarInt::MAX));
+    t.receive_window(VarInt::from_u64(conn_window).unwrap_or(VarInt::MAX));
+    t.send_window(conn_window);
+    t.max_concurrent_bidi_streams(VarInt::from_u32(a.max_streams));
+    t.max_concurrent_uni_streams(VarInt::from_u32(0));
+    t.initial_rtt(rtt);
+    t.keep_alive_interval(Some(Duration::from_secs(5)));
+    t.max_idle_timeout(Some(
+        quinn::IdleTimeout::try_from(Duration::from_secs(30))
+            .unwrap_or(quinn::IdleTimeout::from(VarInt::from_u32(30_000))),
+    ));
+    t.initial_mtu(a.mtu);
+    t.min_mtu(1200);
+    t.mtu_discovery_config(None);
+    // Return-link economy (paper 000): each ACK costs about 60 bytes on the wire; spend at
+    // most a tenth of the return link on them. The gateway asks the terminal for one ACK per
+    // `threshold` packets; at 20 Mb/s forward that is one per 4 packets over a 2 Mb/s return
+    // link and one per 130 over 64 kb/s.
+    if role == Role::Gateway {
+        let fwd_pps = a.forward.0 as f64 / (8.0 * f64::from(a.mtu) + 224.0);
+        let acks_ps = (a.return_rate.0 as f64 / 10.0 / 480.0).max(1.0);
+        let threshold = (fwd_pps / acks_ps).ceil().clamp(2.0, 1000.0) as u32;
+        let delay = Duration::from_secs_f64((threshold as f64 / fwd_pps).clamp(0.025, 0.2));
+        let mut f = AckFrequencyConfig::default();
+        f.ack_eliciting_threshold(VarInt::from_u32(threshold - 1));
+        f.max_ack_delay(Some(delay));
+        f.reordering_threshold(VarInt::from_u32(threshold.max(3)));
+        t.ack_frequency_config(Some(f));
+    }
+    let ack_delay = Duration::from_millis(200);
+    match a.congestion {
+        AccelCongestion::Rate => {
+            let mut c = SatRateConfig::new(send_bps, rtt);
+            c.ack_delay = ack_delay.min(Duration::from_millis(50));
+            t.congestion_controller_factory(Arc::new(c));
+        }
+        AccelCongestion::Probe => {
+            t.congestion_controller_factory(Arc::new(SatProbeConfig::new(rtt)));
+        }
+        AccelCongestion::Cubic => {
+            t.congestion_controller_factory(Arc::new(quinn::congestion::CubicConfig::default()));
+        }
+        AccelCongestion::Bbr => {
+            t.congestion_controller_factory(Arc::new(quinn::congestion::BbrConfig::default()));
+        }
+        AccelCongestion::NewReno => {
+            t.congestion_controller_factory(Arc::new(quinn::congestion::NewRenoConfig::default()));
+        }
+    }
+    t
+}
+
+/// A UDP socket with buffers for a long fat path.
+fn udp_socket(addr: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
+    let s = std::net::UdpSocket::bind(addr)?;
+    let _ = setsockopt(&s, sockopt::RcvBuf, &(8 << 20));
+    let _ = setsockopt(&s, sockopt::SndBuf, &(8 << 20));
+    Ok(s)
+}
+
+/// The terminal: keep one connection to the gateway up, and carry every intercepted TCP
+/// connection on a stream of it.
+async fn terminal(
+    a: &AccelConfig,
+    client: quinn::crypto::rustls::QuicClientConfig,
+    listeners: Vec<std::net::TcpListener>,
+    stats: Arc<Stats>,
+    name: &str,
+) -> Result<(), DaemonError> {
+    let gw = a
+        .gateway
+        .ok_or_else(|| DaemonError::Setup("no gateway".into()))?;
+    let socket = udp_socket(SocketAddr::from(([0, 0, 0, 0], 0))).map_err(DaemonError::Io)?;
+    let mut endpoint = quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        None,
+        socket,
+        Arc::new(quinn::TokioRuntime),
+    )
+    .map_err(DaemonError::Io)?;
+    let mut cc = quinn::ClientConfig::new(Arc::new(client));
+    cc.transport_config(Arc::new(transport(a, Role::Terminal)));
+    endpoint.set_default_client_config(cc);
+    let (tx, rx) = watch::channel::<Option<Connection>>(None);
+    // The satellite connection: up at start, and again whenever it drops (backing off to 5 s).
+    {
+        let stats = stats.clone();
+        let name = name.to_owned();
+        tokio::spawn(async move {
+            let mut backoff = Duration::from_millis(100);
+            loop {
+                let attempt = match endpoint.connect(gw, tls::SERVER_NAME) {
+                    Ok(c) => c.await.map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                };
+                match attempt {
+                    Ok(conn) => {
+                        stats.quic_connections.fetch_add(1, Ordering::Relaxed);
+                        info!(instance = %name, gateway = %gw, rtt_ms = conn.rtt().as_millis() as u64, "satellite connection up");
+                        backoff = Duration::from_millis(100);
+                        let _ = tx.send(Some(conn.clone()));
+                        let why = conn.closed().await;
+                        let _ = tx.send(None);
+                        warn!(instance = %name, "satellite connection lost: {why}");
+                    }
+                    Err(e) => {
+                        stats.quic_failures.fetch_add(1, Ordering::Relaxed);
+                        warn!(instance = %name, gateway = %gw, "cannot reach the gateway: {e}");
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(Duration::from_secs(5));
+                    }
+                }
+            }
+        });
+    }
+    let wait_for_tunnel = Duration::from_nanos(a.connect_timeout.as_nanos());
+    let mut accepts = tokio::task::JoinSet::new();
+    for l in listeners {
+        let l = tokio::net::TcpListener::from_std(l).map_err(DaemonError::Io)?;
+        let rx = rx.clone();
+        let stats = stats.clone();
+        accepts.spawn(async move {
+            loop {
+                let Ok((tcp, _)) = l.accept().await else {
+                    continue;
+                };
+                let rx = rx.clone();
+                let stats = stats.clone();
+                tokio::spawn(async move {
+                    stats.connections.fetch_add(1, Ordering::Relaxed);
+                    stats.open.fetch_add(1, Ordering::Relaxed);
+                    carry(tcp, rx, wait_for_tunnel, &stats).await;
+                    stats.open.fetch_sub(1, Ordering::Relaxed);
+                });
+            }
+        });
+    }
+    while accepts.join_next().await.is_some() {}
+    Ok(())
+}
+
+/// One intercepted connection, on a new stream of the satellite connection.
+async fn carry(
+    tcp: TcpStream,
+    mut rx: watch::Receiver<Option<Connection>>,
+    wait: Duration,
+    stats: &Stats,
+) {
+    let _ = tcp.set_nodelay(true);
+    let (Ok(SocketAddr::V4(client)), Ok(SocketAddr::V4(server))) =
+        (tcp.peer_addr(), tcp.local_addr())
+    else {
+        return reset_tcp(tcp);
+    };
+    let conn = tokio::time::timeout(wait, rx.wait_for(Option::is_some))
+        .await
+        .ok()
+        .and_then(|r| r.ok().and_then(|c| c.clone()));
+    let Some(conn) = conn else {
+        stats.no_tunnel.fetch_add(1, Ordering::Relaxed);
+        return reset_tcp(tcp);
+    };
+    let Ok((mut send, recv)) = conn.open_bi().await else {
+        stats.no_tunnel.fetch_add(1, Ordering::Relaxed);
+        return reset_tcp(tcp);
+    };
+    let header = StreamHeader { client, server }.encode();
+    if send.write_all(&header).await.is_err() {
+        return reset_tcp(tcp);
+    }
+    relay(tcp, send, recv, stats, true).await;
+}
+
+/// The gateway: accept authenticated terminals, and for each of their streams connect to the
+/// server from the client's address.
+async fn gateway(
+    a: &AccelConfig,
+    server: quinn::crypto::rustls::QuicServerConfig,
+    allow: Vec<(u32, u8)>,
+    stats: Arc<Stats>,
+    name: &str,
+) -> Result<(), DaemonError> {
+    let listen = a
+        .listen
+        .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 4433)));
+    let mut sc = quinn::ServerConfig::with_crypto(Arc::new(server));
+    sc.transport_config(Arc::new(transport(a, Role::Gateway)));
+    let socket = udp_socket(listen)
+        .map_err(|e| DaemonError::Setup(format!("split.accel.listen {listen}: {e}")))?;
+    let endpoint = quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        Some(sc),
+        socket,
+        Arc::new(quinn::TokioRuntime),
+    )
+    .map_err(DaemonError::Io)?;
+    let allow = Arc::new(allow);
+    let timeout = Duration::from_nanos(a.connect_timeout.as_nanos());
+    while let Some(incoming) = endpoint.accept().await {
+        let stats = stats.clone();
+        let allow = allow.clone();
+        let name = name.to_owned();
+        tokio::spawn(async move {
+            let remote = incoming.remote_address();
+            let conn = match incoming.await {
+                Ok(c) => c,
+                Err(e) => {
+                    stats.quic_failures.fetch_add(1, Ordering::Relaxed);
+                    warn!(instance = %name, %remote, "terminal refused: {e}");
+                    return;
+                }
+            };
+            stats.quic_connections.fetch_add(1, Ordering::Relaxed);
+            let who = conn
+                .peer_identity()
+                .and_then(|i| {
+                    i.downcast::<Vec<rustls::pki_types::CertificateDer<'static>>>()
+                        .ok()
+                })
+                .and_then(|c| c.first().map(|c| tls::fingerprint(c)))
+                .unwrap_or_default();
+            info!(instance = %name, %remote, terminal = %who, "terminal connected");
+            loop {
+                let Ok((send, recv)) = conn.accept_bi().await else {
+                    break;
+                };
+                let stats = stats.clone();
+                let allow = allow.clone();
+                tokio::spawn(async move {
+                    stats.open.fetch_add(1, Ordering::Relaxed);
+                    open(send, recv, &allow, timeout, &stats).await;
+                    stats.open.fetch_sub(1, Ordering::Relaxed);
+                });
+            }
+            info!(instance = %name, %remote, terminal = %who, "terminal gone: {}", conn.close_reason().map(|r| r.to_string()).unwrap_or_default());
+        });
+    }
+    Ok(())
+}
+
+/// A stream from a terminal: read its header, connect, relay; or reset it with the reason.
+async fn open(
+    mut send: SendStream,
+    mut recv: RecvStream,
+    allow: &[(u32, u8)],
+    timeout: Duration,
+    stats: &Stats,
+) {
+    let mut buf = [0u8; LEN];
+    let refuse = |send: &mut SendStream, recv: &mut RecvStream, why: Reset| {
+        stats.resets[why as usize].fetch_add(1, Ordering::Relaxed);
+        let _ = send.reset(VarInt::from_u32(why as u32));
+        let _ = recv.stop(VarInt::from_u32(why as u32));
+    };
+    let header = match recv.read_exact(&mut buf).await {
+        Ok(()) => StreamHeader::parse(&buf),
+        Err(_) => return refuse(&mut send, &mut recv, Reset::BadHeader),
+    };
+    let Ok(h) = header else {
+        return refuse(&mut send, &mut recv, Reset::BadHeader);
+    };
+    if !allowed(allow, *h.server.ip()) {
+        return refuse(&mut send, &mut recv, Reset::NotAllowed);
+    }
+    let tcp = match tokio::time::timeout(timeout, connect_from(h.client, h.server)).await {
+        Ok(Ok(t)) => t,
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            return refuse(&mut send, &mut recv, Reset::Refused)
+        }
+        Ok(Err(_)) | Err(_) => return refuse(&mut send, &mut recv, Reset::TimedOut),
+    };
+    stats.connections.fetch_add(1, Ordering::Relaxed);
+    relay(tcp, send, recv, stats, false).await;
+}
+
+/// Whether `ip` lies in one of the allowed prefixes.
+fn allowed(allow: &[(u32, u8)], ip: Ipv4Addr) -> bool {
+    let ip = u32::from(ip);
+    allow
+        .iter()
+        .any(|&(net, len)| len == 0 || (ip ^ net) >> (32 - u32::from(len)) == 0)
+}
+
+/// The server connection, from the client's own address and port.
+async fn connect_from(client: SocketAddrV4, server: SocketAddrV4) -> std::io::Result<TcpStream> {
+    let s = tokio::net::TcpSocket::new_v4()?;
+    setsockopt(&s, sockopt::IpTransparent, &true)?;
+    s.set_reuseaddr(true)?;
+    s.set_nodelay(true)?;
+    s.bind(SocketAddr::V4(client))?;
+    s.connect(SocketAddr::V4(server)).await
+}
+
+/// End a TCP connection with a RST (linger 0, then close).
+fn reset_tcp(tcp: TcpStream) {
+    // A zero linger makes close send a RST at once (it never blocks, unlike a positive one).
+    let zero = nix::libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    let _ = setsockopt(&tcp, sockopt::Linger, &zero);
+    drop(tcp);
+}
+
+/// Move bytes both ways between a TCP connection and a stream until both directions ended.
+/// `client_side`: the TCP connection is the client's (terminal), else the server's (gateway).
+async fn relay(
+    tcp: TcpStream,
+    mut send: SendStream,
+    mut recv: RecvStream,
+    stats: &Stats,
+    client_side: bool,
+) {
+    let (mut tr, mut tw) = tcp.into_split();
+    let (to_sat, from_sat) = if client_side {
+        (&stats.bytes_up, &stats.bytes_down)
+    } else {
+        (&stats.bytes_down, &stats.bytes_up)
+    };
+    // TCP to stream: a FIN finishes the stream; a RST (or any read error) resets it.
+    let up = async {
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            match tr.read(&mut buf).await {
+                Ok(0) => {
+                    let _ = send.finish();
+                    return true;
+                }
+                Ok(n) => {
+                    if send.write_all(&buf[..n]).await.is_err() {
+                        return false;
+                    }
+                    to_sat.fetch_add(n as u64, Ordering::Relaxed);
+                }
+                Err(_) => {
+                    let _ = send.reset(VarInt::from_u32(Reset::Reset as u32));
+                    return false;
+                }
+            }
+        }
+    };
+    // Stream to TCP: its end half-closes the connection; a reset resets it.
+    let down = async {
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            match recv.read(&mut buf).await {
+                Ok(None) => {
+                    let _ = tw.shutdown().await;
+                    return true;
+                }
+                Ok(Some(n)) => {
+                    if tw.write_all(&buf[..n]).await.is_err() {
+                        let _ = recv.stop(VarInt::from_u32(Reset::Reset as u32));
+                        return false;
+                    }
+                    from_sat.fetch_add(n as u64, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    let code = match e {
+                        quinn::ReadError::Reset(c) => Reset::from_code(c.into_inner()),
+                        _ => Reset::Reset,
+                    };
+                    stats.resets[code as usize].fetch_add(1, Ordering::Relaxed);
+                    return false;
+                }
+            }
+        }
+    };
+    let (clean_up, clean_down) = tokio::join!(up, down);
+    if !(clean_up && clean_down) {
+        if let Ok(tcp) = tr.reunite(tw) {
+            reset_tcp(tcp);
+        }
+        let _ = send.reset(VarInt::from_u32(Reset::Reset as u32));
+        let _ = recv.stop(VarInt::from_u32(Reset::Reset as u32));
+    } else {
+        // Let the last bytes reach the peer before the stream is dropped.
+        let _ = send.stopped().await;
+    }
+}
+
+async fn serve_metrics(mut m: MetricsServer, name: String, role: Role, stats: Arc<Stats>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    loop {
+        tick.tick().await;
+        m.serve(|| render(&name, role, &stats));
+    }
+}
+
+/// The Prometheus page.
+fn render(name: &str, role: Role, s: &Stats) -> String {
+    let l = format!("instance_name=\"{name}\",role=\"{}\"", role.name());
+    let g = |v: &AtomicU64| v.load(Ordering::Relaxed);
+    let mut p = String::new();
+    for (metric, kind, help, v) in [
+        (
+            "satpep_accel_connections_total",
+            "counter",
+            "TCP connections carried.",
+            g(&s.connections),
+        ),
+        (
+            "satpep_accel_open_connections",
+            "gauge",
+            "TCP connections open now.",
+            g(&s.open),
+        ),
+        (
+            "satpep_accel_bytes_up_total",
+            "counter",
+            "Bytes client to server.",
+            g(&s.bytes_up),
+        ),
+        (
+            "satpep_accel_bytes_down_total",
+            "counter",
+            "Bytes server to client.",
+            g(&s.bytes_down),
+        ),
+        (
+            "satpep_accel_quic_connections_total",
+            "counter",
+            "Satellite connections established.",
+            g(&s.quic_connections),
+        ),
+        (
+            "satpep_accel_quic_failures_total",
+            "counter",
+            "Satellite handshakes refused or failed.",
+            g(&s.quic_failures),
+        ),
+        (
+            "satpep_accel_no_tunnel_total",
+            "counter",
+            "Connections reset: no satellite connection in time.",
+            g(&s.no_tunnel),
+        ),
+    ] {
+        p += &format!("# HELP {metric} {help}\n# TYPE {metric} {kind}\n{metric}{{{l}}} {v}\n");
+    }
+    p += "# HELP satpep_accel_resets_total Streams reset, by reason.\n# TYPE satpep_accel_resets_total counter\n";
+    for r in [
+        Reset::Reset,
+        Reset::Refused,
+        Reset::TimedOut,
+        Reset::NotAllowed,
+        Reset::OverLimit,
+        Reset::BadHeader,
+    ] {
+        p += &format!(
+            "satpep_accel_resets_total{{{l},reason=\"{}\"}} {}\n",
+            r.name(),
+            g(&s.resets[r as usize])
+        );
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allowed_prefixes_match_as_routes_do() {
+        let allow: Vec<_> = ["10.77.2.0/24", "192.0.2.7"]
+            .iter()
+            .filter_map(|p| parse_prefix(p))
+            .collect();
+        assert!(allowed(&allow, Ipv4Addr::new(10, 77, 2, 200)));
+        assert!(!allowed(&allow, Ipv4Addr::new(10, 77, 3, 2)));
+        assert!(allowed(&allow, Ipv4Addr::new(192, 0, 2, 7)));
+        assert!(!allowed(&allow, Ipv4Addr::new(192, 0, 2, 8)));
+        assert!(
+            !allowed(&[], Ipv4Addr::new(10, 77, 2, 2)),
+            "nothing by default"
+        );
+        assert!(allowed(&[(0, 0)], Ipv4Addr::new(203, 0, 113, 1)));
+    }
+}
