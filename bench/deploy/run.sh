@@ -18,10 +18,12 @@
 #   SATPEP        satpep binary (default target/release/satpep)
 #   OUT           output directory (default results/deploy-<time>)
 #   SPD_PREFIX    namespace prefix (default spd; see topology.sh)
-#   TTFB_RUNS, MB1_RUNS, MB100_RUNS   repetitions (default 5, 3, 1)
+#   TTFB_RUNS, MB1_RUNS, MB100_RUNS, PAGE_RUNS   repetitions (default 5, 3, 1, 3); a page is
+#                 xfer.py's web-like load: 30 objects of 5–200 KB over 6 connections
 #   CC            congestion control of the server's sockets (default cubic)
 #   RCVBUF        the client's receive buffer in bytes (default: the kernel's autotuning);
 #                 65536 gives paper 004's unscaled 64 KiB window
+#   MODE          the mode's name in the table (default: no PEP, or the daemons' commands)
 #   KEEP=1        leave the topology and the emulator up at the end
 #   EMU_SET       overrides of the emulated hop, space-separated `key=value` as `satpep emu
 #                 --set` takes them (e.g. EMU_SET='link.forward.error.per=1e-2
@@ -36,6 +38,7 @@ OUT=${OUT:-$ROOT/results/deploy-$(date +%Y%m%d-%H%M%S)}
 TTFB_RUNS=${TTFB_RUNS:-5}
 MB1_RUNS=${MB1_RUNS:-3}
 MB100_RUNS=${MB100_RUNS:-1}
+PAGE_RUNS=${PAGE_RUNS:-3}
 CC=${CC:-cubic}
 PORT=5001
 SERVER=10.77.2.2
@@ -116,17 +119,29 @@ get() {
 for _ in $(seq "$TTFB_RUNS"); do get 1000; sleep 0.5; done
 for _ in $(seq "$MB1_RUNS"); do get 1000000; sleep 0.5; done
 for _ in $(seq "$MB100_RUNS"); do get 100000000; done
+: >"$OUT/pages.jsonl"
+for _ in $(seq "$PAGE_RUNS"); do
+    if ! r=$(ip netns exec "$P-client" python3 "$HERE/xfer.py" page --host $SERVER --port $PORT); then
+        echo "$r" >>"$OUT/pages.jsonl"
+        echo "run.sh: a page load failed: $r" >&2
+        exit 1
+    fi
+    echo "$r" >>"$OUT/pages.jsonl"
+    echo "$r"
+    sleep 0.5
+done
 
-python3 - "$OUT" "${TERMINAL_CMD:-}" "${GATEWAY_CMD:-}" "${RCVBUF:-}" "${EMU_SET:-}" <<'EOF'
+python3 - "$OUT" "${TERMINAL_CMD:-}" "${GATEWAY_CMD:-}" "${RCVBUF:-}" "${EMU_SET:-}" "${MODE:-}" <<'EOF'
 import json, statistics, sys
-out, term, gw, rcvbuf, emu_set = sys.argv[1:6]
+out, term, gw, rcvbuf, emu_set, mode = sys.argv[1:7]
 rows = [json.loads(l) for l in open(f"{out}/transfers.jsonl")]
+pages = [json.loads(l) for l in open(f"{out}/pages.jsonl")]
 peers = sorted({l.split()[0] for l in open(f"{out}/peers.txt")})
 def by(size): return [r for r in rows if r["size"] == size]
 bad = [r for r in rows if not r["ok"]]
 def med(xs): return statistics.median(xs) if xs else None
 res = {
-    "mode": ("no PEP" if not (term or gw) else f"terminal: {term or '-'}; gateway: {gw or '-'}")
+    "mode": mode or ("no PEP" if not (term or gw) else f"terminal: {term or '-'}; gateway: {gw or '-'}")
         + (f"; client receive buffer {rcvbuf} B" if rcvbuf else "")
         + (f"; hop: {emu_set}" if emu_set else ""),
     "failed_transfers": len(bad),
@@ -136,13 +151,14 @@ res = {
     "total_1MB_s": [r["total_s"] for r in by(1000000)],
     "total_100MB_s": [r["total_s"] for r in by(100000000)],
     "goodput_100MB_mbps": [r["goodput_mbps"] for r in by(100000000)],
+    "page_load_s": [p["page_load_s"] for p in pages],
 }
 json.dump(res, open(f"{out}/results.json", "w"), indent=1)
 f = lambda xs, d=3: "–" if not xs else (f"{med(xs):.{d}f}" + (f" ({min(xs):.{d}f}–{max(xs):.{d}f}, n={len(xs)})" if len(xs) > 1 else ""))
 print()
-print(f"| mode | TTFB 1 KB (s) | 1 MB (s) | 100 MB (s) | goodput 100 MB (Mb/s) |")
-print(f"|---|---|---|---|---|")
-print(f"| {res['mode']} | {f(res['ttfb_1kB_s'])} | {f(res['total_1MB_s'], 2)} | {f(res['total_100MB_s'], 1)} | {f(res['goodput_100MB_mbps'], 2)} |")
+print(f"| mode | TTFB 1 KB (s) | 1 MB (s) | 100 MB (s) | goodput 100 MB (Mb/s) | page (s) |")
+print(f"|---|---|---|---|---|---|")
+print(f"| {res['mode']} | {f(res['ttfb_1kB_s'])} | {f(res['total_1MB_s'], 2)} | {f(res['total_100MB_s'], 1)} | {f(res['goodput_100MB_mbps'], 2)} | {f(res['page_load_s'], 2)} |")
 print()
 print(f"medians (min–max, n runs); failed transfers: {len(bad)}; the server saw {', '.join(peers)}")
 print(f"results: {out}/results.json")

@@ -15,6 +15,13 @@
       K transfers, C at a time; prints JSON with counts of failures (errors, short reads,
       timeouts) and sha256 mismatches, and TTFB/total percentiles.
 
+  xfer.py page --host H --port 5001 [--objects 30] [--connections 6]
+      A web page as a browser loads it: the page (30 000 bytes) on one connection, then the
+      other objects (sizes drawn once from random.Random(35), log-uniform between 5 KB and
+      200 KB; 1 642 892 bytes in all with the defaults) over `connections` kept-alive connections,
+      each fetching its share in turn (`KEEP <bytes>` requests). Prints JSON: page_load_s
+      (start to the last object's last byte), bytes, objects, failures, sha256 mismatches.
+
   xfer.py hold-serve --port P
       Accepts connections and keeps them open, idle (one thread for all).
 
@@ -95,20 +102,26 @@ class Handler(socketserver.BaseRequestHandler):
             if self.server.peers:
                 with open(self.server.peers, "a", encoding="ascii") as f:
                     f.write(f"{peer[0]} {peer[1]}\n")
-        line = b""
-        while not line.endswith(b"\n") and len(line) < 64:
-            got = sock.recv(64 - len(line))
-            if not got:
+        pending = b""
+        while True:
+            # One request line: `GET <bytes>` (answer, then close) or `KEEP <bytes>` (answer,
+            # then read the next request on the same connection).
+            while b"\n" not in pending and len(pending) < 64:
+                got = sock.recv(64 - len(pending))
+                if not got:
+                    return
+                pending += got
+            line, _, pending = pending.partition(b"\n")
+            parts = line.split()
+            if len(parts) != 2 or parts[0] not in (b"GET", b"KEEP") or not parts[1].isdigit():
                 return
-            line += got
-        parts = line.split()
-        if len(parts) != 2 or parts[0] != b"GET" or not parts[1].isdigit():
-            return
-        size = int(parts[1])
-        if size > MAX_REQUEST:
-            return
-        for c in chunks(size):
-            sock.sendall(c)
+            size = int(parts[1])
+            if size > MAX_REQUEST:
+                return
+            for c in chunks(size):
+                sock.sendall(c)
+            if parts[0] == b"GET":
+                break
         sock.shutdown(socket.SHUT_WR)
         # Wait for the client's close, so that the last bytes are not reset away.
         while sock.recv(4096):
@@ -216,6 +229,81 @@ def many(host, port, size, count, concurrency, timeout, rcvbuf=None):
         "total_p50_s": statistics.median(total) if total else None,
         "total_p99_s": pct(total, 0.99),
         "wall_s": wall,
+    }
+
+
+PAGE_SIZE = 30_000
+
+
+def page_objects(count):
+    """The page's other objects: `count` - 1 sizes, log-uniform in 5 KB .. 200 KB."""
+    rng = random.Random(35)
+    return [int(5_000 * (40 ** rng.random())) for _ in range(count - 1)]
+
+
+def page(host, port, objects, connections, timeout):
+    """Load the page, then its objects over `connections` kept-alive connections."""
+    sizes = page_objects(objects)
+    t0 = time.monotonic()
+    failures = []
+    mismatches = 0
+
+    def fetch(sock, size):
+        sock.sendall(b"KEEP %d\n" % size)
+        h = hashlib.sha256()
+        left = size
+        while left:
+            b = sock.recv(min(left, 1 << 20))
+            if not b:
+                raise OSError("short read")
+            h.update(b)
+            left -= len(b)
+        return h.hexdigest() == expected_sha256(size)
+
+    def connect():
+        s = socket.create_connection((host, port), timeout=timeout)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return s
+
+    def worker(share, sock=None):
+        nonlocal mismatches
+        try:
+            sock = sock or connect()
+            with sock:
+                for size in share:
+                    if not fetch(sock, size):
+                        mismatches += 1
+        except OSError as e:
+            failures.append(f"{type(e).__name__}: {e}")
+
+    first = None
+    try:
+        first = connect()
+        if not fetch(first, PAGE_SIZE):
+            mismatches += 1
+    except OSError as e:
+        failures.append(f"{type(e).__name__}: {e}")
+    t_page = time.monotonic()
+    shares = [sizes[i::connections] for i in range(connections)]
+    threads = [
+        threading.Thread(target=worker, args=(shares[i], first if i == 0 else None))
+        for i in range(connections)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    t_end = time.monotonic()
+    return {
+        "objects": objects,
+        "connections": connections,
+        "bytes": PAGE_SIZE + sum(sizes),
+        "page_s": t_page - t0,
+        "page_load_s": t_end - t0,
+        "failures": len(failures),
+        "errors": sorted(set(failures))[:5],
+        "mismatches": mismatches,
+        "ok": not failures and mismatches == 0,
     }
 
 
@@ -383,6 +471,12 @@ def main():
         if name == "many":
             c.add_argument("--count", type=int, required=True)
             c.add_argument("--concurrency", type=int, default=1)
+    w = sub.add_parser("page")
+    w.add_argument("--host", required=True)
+    w.add_argument("--port", type=int, default=5001)
+    w.add_argument("--objects", type=int, default=30)
+    w.add_argument("--connections", type=int, default=6)
+    w.add_argument("--timeout", type=float, default=60.0)
     h = sub.add_parser("hold-serve")
     h.add_argument("--port", type=int, required=True)
     h = sub.add_parser("hold")
@@ -409,7 +503,11 @@ def main():
     r = sub.add_parser("replay")
     r.add_argument("--file", required=True)
     a = ap.parse_args()
-    if a.cmd == "capture-ah":
+    if a.cmd == "page":
+        r = page(a.host, a.port, a.objects, a.connections, a.timeout)
+        print(json.dumps(r))
+        sys.exit(0 if r["ok"] else 1)
+    elif a.cmd == "capture-ah":
         capture_ah(a.iface, a.src, a.count, a.seconds, a.out)
     elif a.cmd == "replay":
         replay(a.file)
