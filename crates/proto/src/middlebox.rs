@@ -182,7 +182,7 @@ impl Middlebox {
         let own: Vec<(&'static str, u64)> = match self {
             Self::PassThrough(_) => Vec::new(),
             Self::Supercharger(m) => counters!(m.stats();
-                flows_managed, flows_refused, passed_other, segments_held, segments_released,
+                flows_managed, flows_refused, flows_idle_expired, passed_other, segments_held, segments_released,
                 retransmissions_passed, duplicates_dropped, buffer_drops, windows_rewritten,
                 wscale_rewritten, wscale_added, wscale_no_room, sender_windows_rewritten,
                 max_held_bytes),
