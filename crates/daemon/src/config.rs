@@ -342,7 +342,25 @@ impl DaemonConfig {
                         .into(),
                 ))
             }
-            (Some(mb), None) => mb.validate().map_err(|m| split_key("middlebox", &m))?,
+            (Some(mb), None) => {
+                mb.validate().map_err(|m| split_key("middlebox", &m))?;
+                // Port i is interfaces[i]: a port beyond them matches no packet, and the
+                // mechanism silently does something else (no ACK ever from the satellite side).
+                let n = self.interfaces.len();
+                if let Some((k, p)) = mb
+                    .arrival_ports()
+                    .into_iter()
+                    .find(|&(_, p)| usize::from(p) >= n)
+                {
+                    return Err((
+                        format!("middlebox.{k}"),
+                        format!(
+                            "port {p} is no interface's: `interfaces` lists {n}, ports 0 to {} in that order",
+                            n - 1
+                        ),
+                    ));
+                }
+            }
             (None, Some(k)) => self.validate_kernel_split(k)?,
         }
         if let Some(sp) = self
@@ -388,6 +406,11 @@ impl DaemonConfig {
             if s.rate.0 == 0 {
                 return Err((format!("shape.{i}.rate"), "must be above 0".into()));
             }
+            // The shaper is a scenario link: its queue is checked as a link's (a
+            // `limit_packets = 0` queue drops every packet).
+            s.link_config()
+                .validate()
+                .map_err(|m| split_key(&format!("shape.{i}"), &m))?;
         }
         if self.routing.priority == 0 || self.routing.table == 0 {
             return Err((
@@ -583,16 +606,39 @@ fn line_at(text: &str, span: Option<std::ops::Range<usize>>) -> Option<usize> {
 }
 
 /// The line where the last named segment of dotted `key` is written (as `seg =` or a table
-/// header), searched after the line of its first segment; a best effort for messages.
+/// header), searched after the line of its first segment; an index after a segment written as
+/// an array of tables (`shape.1`) moves to that `[[shape]]`. A best effort for messages.
 fn find_key(text: &str, key: &str) -> Option<usize> {
-    let segs: Vec<&str> = key
-        .split('.')
-        .filter(|s| !s.is_empty() && !s.bytes().all(|b| b.is_ascii_digit()))
-        .collect();
+    let lines: Vec<&str> = text.lines().collect();
     let mut from = 0;
     let mut found = None;
-    for seg in segs {
-        let hit = text.lines().enumerate().skip(from).find(|(_, l)| {
+    let mut prev: Option<&str> = None;
+    for seg in key.split('.').filter(|s| !s.is_empty()) {
+        if let Ok(n) = seg.parse::<usize>() {
+            // The n-th `[[…prev]]` after the first; an inline array stays where it is.
+            let header = |l: &str| {
+                let l = l.trim();
+                l.starts_with("[[")
+                    && l.trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .rsplit('.')
+                        .next()
+                        .map(str::trim)
+                        == prev
+            };
+            let nth = n.checked_sub(1).and_then(|skip| {
+                (from + 1..lines.len())
+                    .filter(|&i| header(lines[i]))
+                    .nth(skip)
+            });
+            if let Some(i) = nth {
+                from = i;
+                found = Some(i + 1);
+            }
+            continue;
+        }
+        prev = Some(seg);
+        let hit = lines.iter().enumerate().skip(from).find(|(_, l)| {
             let l = l.trim_start();
             let l = l.trim_start_matches('[').trim_start();
             l.starts_with(seg) && l[seg.len()..].trim_start().starts_with(['=', ']', '.'])
@@ -841,5 +887,66 @@ mod tests {
         ))
         .unwrap_err();
         assert_eq!(e.key, "shape", "{e}");
+    }
+
+    /// Issue 36 (9): values that were accepted and then did something else than written.
+    #[test]
+    fn silently_wrong_values_are_refused_at_their_line() {
+        let two = "interfaces = [\"a\", \"b\"]\n";
+        let pass = "middlebox = { kind = \"pass_through\" }\n";
+        // A shaper whose queue holds no packet drops every packet (a scenario link refuses
+        // it); the second shaper's line, not the first's.
+        let e = parse(&format!(
+            "{two}{pass}[[shape]]\ninterface = \"a\"\nrate = \"1Mbps\"\n\
+             [[shape]]\ninterface = \"b\"\nrate = \"1Mbps\"\nqueue = {{ limit_packets = 0 }}\n"
+        ))
+        .unwrap_err();
+        assert_eq!(
+            (e.key.as_str(), e.line),
+            ("shape.1.queue.limit_packets", Some(9)),
+            "{e}"
+        );
+        assert!(e.message.contains("at least 1"), "{e}");
+        // Mechanism ports no interface has: 2 interfaces are ports 0 and 1.
+        for (mb, key, line) in [
+            (
+                "middlebox = { kind = \"supercharger\", satellite_port = 99 }\n",
+                "middlebox.satellite_port",
+                2,
+            ),
+            (
+                "middlebox = { kind = \"spoof\", internet_port = 2 }\n",
+                "middlebox.internet_port",
+                2,
+            ),
+            (
+                "[middlebox]\nkind = \"chain\"\n[[middlebox.elements]]\nkind = \"pass_through\"\n\
+                 [[middlebox.elements]]\nkind = \"dupack_delay\"\nport = 2\n",
+                "middlebox.elements.1.port",
+                8,
+            ),
+        ] {
+            let e = parse(&format!("{two}{mb}")).unwrap_err();
+            assert_eq!((e.key.as_str(), e.line), (key, Some(line)), "{mb}: {e}");
+            assert!(e.message.contains("ports 0 to 1"), "{e}");
+        }
+        // Snoop's default satellite_port (1) on a daemon with one interface: never an ACK.
+        let e = parse("interfaces = [\"a\"]\nmiddlebox = { kind = \"snoop\" }\n").unwrap_err();
+        assert_eq!(e.key, "middlebox.satellite_port", "{e}");
+        parse(&format!(
+            "{two}middlebox = {{ kind = \"supercharger\", satellite_port = 1 }}\n"
+        ))
+        .unwrap();
+        // A split relay's halves are checked as a flow's `tcp` table.
+        for half in ["tcp_connect", "tcp_accept"] {
+            let e = parse(&format!(
+                "{two}[middlebox]\nkind = \"split_tcp\"\n{half} = {{ initial_window = 0 }}\n"
+            ))
+            .unwrap_err();
+            assert_eq!(
+                (e.key, e.line),
+                (format!("middlebox.{half}.initial_window"), Some(4)),
+            );
+        }
     }
 }
