@@ -278,6 +278,13 @@ impl DaemonConfig {
         let config: Self = serde_path_to_error::deserialize(de).map_err(|e| {
             let key = e.path().to_string();
             let inner = e.into_inner();
+            if key == "middlebox" {
+                // serde reads an internally tagged enum (`kind = …`) through a buffer that
+                // keeps neither the path nor the spans below it: find the key inside.
+                if let Some(key) = blame_in_middlebox(text) {
+                    return err(find_key(text, &key), key, one_line(&inner));
+                }
+            }
             let line = line_at(text, inner.span()).or_else(|| find_key(text, &key));
             err(line, key, one_line(&inner))
         })?;
@@ -585,6 +592,69 @@ pub fn resolve_interfaces(
             None => Err(format!("interface `{c}` does not exist (see `ip link`)")),
         })
         .collect()
+}
+
+/// The dotted path (`middlebox.tcp_connect.initial_window`) of the value that makes the
+/// middlebox fail to deserialize, when one key is to blame: the first key whose removal
+/// changes the error, followed down through tables and arrays.
+fn blame_in_middlebox(text: &str) -> Option<String> {
+    let root: toml::Table = toml::from_str(text).ok()?;
+    let mb = root.get("middlebox")?;
+    let error = |v: &toml::Value| {
+        v.clone()
+            .try_into::<MiddleboxConfig>()
+            .err()
+            .map(|e| e.to_string())
+    };
+    let path = blame(mb, &error);
+    (!path.is_empty()).then(|| format!("middlebox.{}", path.join(".")))
+}
+
+/// The path inside `v` of what `error` complains about (see [`blame_in_middlebox`]); `error`
+/// judges a modified `v`.
+fn blame(v: &toml::Value, error: &dyn Fn(&toml::Value) -> Option<String>) -> Vec<String> {
+    let Some(now) = error(v) else {
+        return Vec::new();
+    };
+    match v {
+        toml::Value::Table(t) => {
+            for (k, x) in t.iter().filter(|(k, _)| *k != "kind") {
+                let mut without = t.clone();
+                without.remove(k);
+                if error(&toml::Value::Table(without)).as_ref() == Some(&now) {
+                    continue;
+                }
+                let inner = |sub: &toml::Value| {
+                    let mut with = t.clone();
+                    with.insert(k.clone(), sub.clone());
+                    error(&toml::Value::Table(with))
+                };
+                let mut path = vec![k.clone()];
+                path.extend(blame(x, &inner));
+                return path;
+            }
+            Vec::new()
+        }
+        toml::Value::Array(items) => {
+            for (i, x) in items.iter().enumerate() {
+                let inner = |sub: &toml::Value| {
+                    let mut with = items.clone();
+                    with[i] = sub.clone();
+                    error(&toml::Value::Array(with))
+                };
+                let mut without = items.clone();
+                without.remove(i);
+                if error(&toml::Value::Array(without)).as_ref() == Some(&now) {
+                    continue;
+                }
+                let mut path = vec![i.to_string()];
+                path.extend(blame(x, &inner));
+                return path;
+            }
+            Vec::new()
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// A mechanism's `"key: message"` as (`prefix.key`, message).
@@ -948,5 +1018,51 @@ mod tests {
                 (format!("middlebox.{half}.initial_window"), Some(4)),
             );
         }
+    }
+
+    /// Issue 36 (13): a bad value inside the middlebox was reported at `middlebox`, on the
+    /// line of its table header; it is reported at its own key and line.
+    #[test]
+    fn a_bad_value_inside_the_middlebox_is_located_at_its_own_line() {
+        let head =
+            "interfaces = [\"a\", \"b\"]\n\n[middlebox]\nkind = \"split_tcp\"\nports = [80]\n";
+        for (extra, key, word) in [
+            (
+                "buffer_per_conn = \"abc\"\n",
+                "middlebox.buffer_per_conn",
+                "abc",
+            ),
+            (
+                "connect_timeout = \"-3s\"\n",
+                "middlebox.connect_timeout",
+                "-3s",
+            ),
+            ("idle_timeout = \"x\"\n", "middlebox.idle_timeout", "x"),
+            (
+                "handshake = \"sometimes\"\n",
+                "middlebox.handshake",
+                "sometimes",
+            ),
+            (
+                "tcp_connect = { initial_window = \"x\" }\n",
+                "middlebox.tcp_connect.initial_window",
+                "u32",
+            ),
+        ] {
+            let e = parse(&format!("{head}{extra}")).unwrap_err();
+            assert_eq!((e.key.as_str(), e.line), (key, Some(6)), "{extra}: {e}");
+            assert!(e.message.contains(word), "{e}");
+        }
+        // The same inside a chain's second element.
+        let e = parse(
+            "interfaces = [\"a\", \"b\"]\n[middlebox]\nkind = \"chain\"\nelements = [\n  \
+             { kind = \"pass_through\" },\n  { kind = \"snoop\", initial_rto = \"soon\" },\n]\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            (e.key.as_str(), e.line),
+            ("middlebox.elements.1.initial_rto", Some(6)),
+            "{e}"
+        );
     }
 }

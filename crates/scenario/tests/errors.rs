@@ -473,6 +473,13 @@ fn numbers_that_do_not_fit_and_duplicate_keys_are_located() {
         "link.ab.error.per",
         "1e999 is too large for a 64-bit float",
     );
+    // NaN is no number at all, not a large one (issue 36, 13).
+    let e = err(
+        &with_link_keys("error = { model = \"per\", per = nan }\n"),
+        &[],
+    );
+    check(&e, 12, "link.ab.error.per", "`nan` is not a number (NaN)");
+    assert!(!e.message().contains("too large"), "{e}");
     // A huge float where a duration goes: shown as written, not as 301 digits.
     let e = err(&format!("duration = 1e300\n{MINI}"), &[]);
     assert_eq!(
