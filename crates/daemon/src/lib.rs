@@ -20,6 +20,7 @@
 
 pub mod config;
 pub mod egress;
+pub mod epoch;
 pub mod kernel;
 pub mod metrics;
 pub mod orphans;
