@@ -1,5 +1,5 @@
 //! The daemon's life: clean up after a predecessor, put itself in the forwarding path, run the
-//! single-threaded epoll loop until SIGINT/SIGTERM, take itself out again.
+//! single-threaded epoll loop until SIGINT, SIGTERM or SIGHUP, take itself out again.
 
 use std::path::Path;
 use std::time::Instant as WallInstant;
@@ -79,7 +79,7 @@ pub fn cleanup(
     Ok(done)
 }
 
-/// Run the daemon until SIGINT or SIGTERM.
+/// Run the daemon until SIGINT, SIGTERM or SIGHUP (which stops it too; it does not reload).
 pub fn run(
     config: &DaemonConfig,
     role: Role,
