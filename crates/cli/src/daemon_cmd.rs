@@ -1,6 +1,6 @@
 //! `satpep gateway` and `satpep terminal`: the daemons (crates/daemon; docs/deploy.md).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use satpep_daemon::{DaemonConfig, LogFormat, Role, RunOptions};
@@ -27,6 +27,10 @@ pub struct DaemonArgs {
     /// Directory of the state file that lets the next start undo a crashed run's changes.
     #[arg(long, value_name = "DIR", default_value = satpep_daemon::state::STATE_DIR)]
     state_dir: PathBuf,
+    /// Directory of the keyed tunnels' replay-epoch file, which must survive reboots (default
+    /// /var/lib/satpep; with --state-dir and without this, the --state-dir).
+    #[arg(long, value_name = "DIR")]
+    epoch_dir: Option<PathBuf>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -55,8 +59,17 @@ pub fn run(role: Role, args: DaemonArgs) -> ExitCode {
         print!("{}", satpep_daemon::describe(&config, role));
         return ExitCode::SUCCESS;
     }
+    // A relocated --state-dir (tests, a second setup) takes the epoch file with it.
+    let epoch_dir = args.epoch_dir.unwrap_or_else(|| {
+        if args.state_dir == Path::new(satpep_daemon::state::STATE_DIR) {
+            satpep_daemon::epoch::EPOCH_DIR.into()
+        } else {
+            args.state_dir.clone()
+        }
+    });
     let opts = RunOptions {
         state_dir: args.state_dir,
+        epoch_dir,
     };
     let result = if args.cleanup {
         satpep_daemon::cleanup(&config, role, &opts).map(|done| {

@@ -360,6 +360,13 @@ impl DaemonConfig {
         let mut config: Self = serde_path_to_error::deserialize(de).map_err(|e| {
             let key = e.path().to_string();
             let inner = e.into_inner();
+            if key == "middlebox" {
+                // serde reads an internally tagged enum (`kind = …`) through a buffer that
+                // keeps neither the path nor the spans below it: find the key inside.
+                if let Some(key) = blame_in_middlebox(text) {
+                    return err(find_key(text, &key), key, one_line(&inner));
+                }
+            }
             let line = line_at(text, inner.span()).or_else(|| find_key(text, &key));
             err(line, key, one_line(&inner))
         })?;
@@ -436,7 +443,25 @@ impl DaemonConfig {
                         .into(),
                 ))
             }
-            (Some(mb), None) => mb.validate().map_err(|m| split_key("middlebox", &m))?,
+            (Some(mb), None) => {
+                mb.validate().map_err(|m| split_key("middlebox", &m))?;
+                // Port i is interfaces[i]: a port beyond them matches no packet, and the
+                // mechanism silently does something else (no ACK ever from the satellite side).
+                let n = self.interfaces.len();
+                if let Some((k, p)) = mb
+                    .arrival_ports()
+                    .into_iter()
+                    .find(|&(_, p)| usize::from(p) >= n)
+                {
+                    return Err((
+                        format!("middlebox.{k}"),
+                        format!(
+                            "port {p} is no interface's: `interfaces` lists {n}, ports 0 to {} in that order",
+                            n - 1
+                        ),
+                    ));
+                }
+            }
             (None, Some(k)) => {
                 self.validate_kernel_split(k)?;
                 self.validate_accel(k)?;
@@ -485,6 +510,11 @@ impl DaemonConfig {
             if s.rate.0 == 0 {
                 return Err((format!("shape.{i}.rate"), "must be above 0".into()));
             }
+            // The shaper is a scenario link: its queue is checked as a link's (a
+            // `limit_packets = 0` queue drops every packet).
+            s.link_config()
+                .validate()
+                .map_err(|m| split_key(&format!("shape.{i}"), &m))?;
         }
         if self.routing.priority == 0 || self.routing.table == 0 {
             return Err((
@@ -732,6 +762,69 @@ pub fn resolve_interfaces(
         .collect()
 }
 
+/// The dotted path (`middlebox.tcp_connect.initial_window`) of the value that makes the
+/// middlebox fail to deserialize, when one key is to blame: the first key whose removal
+/// changes the error, followed down through tables and arrays.
+fn blame_in_middlebox(text: &str) -> Option<String> {
+    let root: toml::Table = toml::from_str(text).ok()?;
+    let mb = root.get("middlebox")?;
+    let error = |v: &toml::Value| {
+        v.clone()
+            .try_into::<MiddleboxConfig>()
+            .err()
+            .map(|e| e.to_string())
+    };
+    let path = blame(mb, &error);
+    (!path.is_empty()).then(|| format!("middlebox.{}", path.join(".")))
+}
+
+/// The path inside `v` of what `error` complains about (see [`blame_in_middlebox`]); `error`
+/// judges a modified `v`.
+fn blame(v: &toml::Value, error: &dyn Fn(&toml::Value) -> Option<String>) -> Vec<String> {
+    let Some(now) = error(v) else {
+        return Vec::new();
+    };
+    match v {
+        toml::Value::Table(t) => {
+            for (k, x) in t.iter().filter(|(k, _)| *k != "kind") {
+                let mut without = t.clone();
+                without.remove(k);
+                if error(&toml::Value::Table(without)).as_ref() == Some(&now) {
+                    continue;
+                }
+                let inner = |sub: &toml::Value| {
+                    let mut with = t.clone();
+                    with.insert(k.clone(), sub.clone());
+                    error(&toml::Value::Table(with))
+                };
+                let mut path = vec![k.clone()];
+                path.extend(blame(x, &inner));
+                return path;
+            }
+            Vec::new()
+        }
+        toml::Value::Array(items) => {
+            for (i, x) in items.iter().enumerate() {
+                let inner = |sub: &toml::Value| {
+                    let mut with = items.clone();
+                    with[i] = sub.clone();
+                    error(&toml::Value::Array(with))
+                };
+                let mut without = items.clone();
+                without.remove(i);
+                if error(&toml::Value::Array(without)).as_ref() == Some(&now) {
+                    continue;
+                }
+                let mut path = vec![i.to_string()];
+                path.extend(blame(x, &inner));
+                return path;
+            }
+            Vec::new()
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// A mechanism's `"key: message"` as (`prefix.key`, message).
 fn split_key(prefix: &str, m: &str) -> (String, String) {
     match m.split_once(": ") {
@@ -751,16 +844,39 @@ fn line_at(text: &str, span: Option<std::ops::Range<usize>>) -> Option<usize> {
 }
 
 /// The line where the last named segment of dotted `key` is written (as `seg =` or a table
-/// header), searched after the line of its first segment; a best effort for messages.
+/// header), searched after the line of its first segment; an index after a segment written as
+/// an array of tables (`shape.1`) moves to that `[[shape]]`. A best effort for messages.
 fn find_key(text: &str, key: &str) -> Option<usize> {
-    let segs: Vec<&str> = key
-        .split('.')
-        .filter(|s| !s.is_empty() && !s.bytes().all(|b| b.is_ascii_digit()))
-        .collect();
+    let lines: Vec<&str> = text.lines().collect();
     let mut from = 0;
     let mut found = None;
-    for seg in segs {
-        let hit = text.lines().enumerate().skip(from).find(|(_, l)| {
+    let mut prev: Option<&str> = None;
+    for seg in key.split('.').filter(|s| !s.is_empty()) {
+        if let Ok(n) = seg.parse::<usize>() {
+            // The n-th `[[…prev]]` after the first; an inline array stays where it is.
+            let header = |l: &str| {
+                let l = l.trim();
+                l.starts_with("[[")
+                    && l.trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .rsplit('.')
+                        .next()
+                        .map(str::trim)
+                        == prev
+            };
+            let nth = n.checked_sub(1).and_then(|skip| {
+                (from + 1..lines.len())
+                    .filter(|&i| header(lines[i]))
+                    .nth(skip)
+            });
+            if let Some(i) = nth {
+                from = i;
+                found = Some(i + 1);
+            }
+            continue;
+        }
+        prev = Some(seg);
+        let hit = lines.iter().enumerate().skip(from).find(|(_, l)| {
             let l = l.trim_start();
             let l = l.trim_start_matches('[').trim_start();
             l.starts_with(seg) && l[seg.len()..].trim_start().starts_with(['=', ']', '.'])
@@ -1009,5 +1125,112 @@ mod tests {
         ))
         .unwrap_err();
         assert_eq!(e.key, "shape", "{e}");
+    }
+
+    /// Issue 36 (9): values that were accepted and then did something else than written.
+    #[test]
+    fn silently_wrong_values_are_refused_at_their_line() {
+        let two = "interfaces = [\"a\", \"b\"]\n";
+        let pass = "middlebox = { kind = \"pass_through\" }\n";
+        // A shaper whose queue holds no packet drops every packet (a scenario link refuses
+        // it); the second shaper's line, not the first's.
+        let e = parse(&format!(
+            "{two}{pass}[[shape]]\ninterface = \"a\"\nrate = \"1Mbps\"\n\
+             [[shape]]\ninterface = \"b\"\nrate = \"1Mbps\"\nqueue = {{ limit_packets = 0 }}\n"
+        ))
+        .unwrap_err();
+        assert_eq!(
+            (e.key.as_str(), e.line),
+            ("shape.1.queue.limit_packets", Some(9)),
+            "{e}"
+        );
+        assert!(e.message.contains("at least 1"), "{e}");
+        // Mechanism ports no interface has: 2 interfaces are ports 0 and 1.
+        for (mb, key, line) in [
+            (
+                "middlebox = { kind = \"supercharger\", satellite_port = 99 }\n",
+                "middlebox.satellite_port",
+                2,
+            ),
+            (
+                "middlebox = { kind = \"spoof\", internet_port = 2 }\n",
+                "middlebox.internet_port",
+                2,
+            ),
+            (
+                "[middlebox]\nkind = \"chain\"\n[[middlebox.elements]]\nkind = \"pass_through\"\n\
+                 [[middlebox.elements]]\nkind = \"dupack_delay\"\nport = 2\n",
+                "middlebox.elements.1.port",
+                8,
+            ),
+        ] {
+            let e = parse(&format!("{two}{mb}")).unwrap_err();
+            assert_eq!((e.key.as_str(), e.line), (key, Some(line)), "{mb}: {e}");
+            assert!(e.message.contains("ports 0 to 1"), "{e}");
+        }
+        // Snoop's default satellite_port (1) on a daemon with one interface: never an ACK.
+        let e = parse("interfaces = [\"a\"]\nmiddlebox = { kind = \"snoop\" }\n").unwrap_err();
+        assert_eq!(e.key, "middlebox.satellite_port", "{e}");
+        parse(&format!(
+            "{two}middlebox = {{ kind = \"supercharger\", satellite_port = 1 }}\n"
+        ))
+        .unwrap();
+        // A split relay's halves are checked as a flow's `tcp` table.
+        for half in ["tcp_connect", "tcp_accept"] {
+            let e = parse(&format!(
+                "{two}[middlebox]\nkind = \"split_tcp\"\n{half} = {{ initial_window = 0 }}\n"
+            ))
+            .unwrap_err();
+            assert_eq!(
+                (e.key, e.line),
+                (format!("middlebox.{half}.initial_window"), Some(4)),
+            );
+        }
+    }
+
+    /// Issue 36 (13): a bad value inside the middlebox was reported at `middlebox`, on the
+    /// line of its table header; it is reported at its own key and line.
+    #[test]
+    fn a_bad_value_inside_the_middlebox_is_located_at_its_own_line() {
+        let head =
+            "interfaces = [\"a\", \"b\"]\n\n[middlebox]\nkind = \"split_tcp\"\nports = [80]\n";
+        for (extra, key, word) in [
+            (
+                "buffer_per_conn = \"abc\"\n",
+                "middlebox.buffer_per_conn",
+                "abc",
+            ),
+            (
+                "connect_timeout = \"-3s\"\n",
+                "middlebox.connect_timeout",
+                "-3s",
+            ),
+            ("idle_timeout = \"x\"\n", "middlebox.idle_timeout", "x"),
+            (
+                "handshake = \"sometimes\"\n",
+                "middlebox.handshake",
+                "sometimes",
+            ),
+            (
+                "tcp_connect = { initial_window = \"x\" }\n",
+                "middlebox.tcp_connect.initial_window",
+                "u32",
+            ),
+        ] {
+            let e = parse(&format!("{head}{extra}")).unwrap_err();
+            assert_eq!((e.key.as_str(), e.line), (key, Some(6)), "{extra}: {e}");
+            assert!(e.message.contains(word), "{e}");
+        }
+        // The same inside a chain's second element.
+        let e = parse(
+            "interfaces = [\"a\", \"b\"]\n[middlebox]\nkind = \"chain\"\nelements = [\n  \
+             { kind = \"pass_through\" },\n  { kind = \"snoop\", initial_rto = \"soon\" },\n]\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            (e.key.as_str(), e.line),
+            ("middlebox.elements.1.initial_rto", Some(6)),
+            "{e}"
+        );
     }
 }

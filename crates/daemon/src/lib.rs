@@ -21,6 +21,7 @@
 pub mod accel;
 pub mod config;
 pub mod egress;
+pub mod epoch;
 pub mod kernel;
 pub mod metrics;
 pub mod orphans;

@@ -1,5 +1,5 @@
 //! The daemon's life: clean up after a predecessor, put itself in the forwarding path, run the
-//! single-threaded epoll loop until SIGINT/SIGTERM, take itself out again.
+//! single-threaded epoll loop until SIGINT, SIGTERM or SIGHUP, take itself out again.
 
 use std::path::Path;
 use std::time::Instant as WallInstant;
@@ -31,12 +31,16 @@ const MAX_PACKET: usize = 65_535;
 pub struct RunOptions {
     /// Directory of state files (default [`state::STATE_DIR`]).
     pub state_dir: std::path::PathBuf,
+    /// Directory of the replay-epoch file, kept across reboots (default
+    /// [`crate::epoch::EPOCH_DIR`]).
+    pub epoch_dir: std::path::PathBuf,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
         Self {
             state_dir: state::STATE_DIR.into(),
+            epoch_dir: crate::epoch::EPOCH_DIR.into(),
         }
     }
 }
@@ -75,7 +79,7 @@ pub fn cleanup(
     Ok(done)
 }
 
-/// Run the daemon until SIGINT or SIGTERM.
+/// Run the daemon until SIGINT, SIGTERM or SIGHUP (which stops it too; it does not reload).
 pub fn run(
     config: &DaemonConfig,
     role: Role,
@@ -171,11 +175,15 @@ pub fn run(
             .map_err(DaemonError::Io)?;
     }
 
-    // Seconds since 1970: a restarted daemon's authenticated packets number above its
-    // predecessor's (the peer's replay window would refuse lower ones).
-    let epoch = std::time::SystemTime::now()
+    // A restarted daemon's authenticated packets must number above its predecessor's (the
+    // peer's replay window refuses lower ones), even when the clock is behind: crate::epoch.
+    let clock_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u32::try_from(d.as_secs()).unwrap_or(u32::MAX));
+        .map_or(0, |d| d.as_secs());
+    let (epoch, problem) = crate::epoch::take(&crate::epoch::path(&opts.epoch_dir, &name), clock_s);
+    if let Some(p) = problem {
+        warn!(instance = %name, "replay epoch: {p}");
+    }
     let mut pipeline = Pipeline::new(config, epoch);
     let journal = state::journal_path(&opts.state_dir, &name);
     if let Ok(text) = std::fs::read_to_string(&journal) {

@@ -58,6 +58,36 @@ impl MiddleboxConfig {
         }
     }
 
+    /// Every arrival port this middlebox is configured to act on, with its key (`satellite_port`,
+    /// `elements.1.port`, …), defaults included. A driver checks them against the ports it
+    /// has: a port nothing arrives on silently turns the mechanism into something else (Snoop
+    /// whose ACKs never come from `satellite_port` caches everything and repairs nothing).
+    pub fn arrival_ports(&self) -> Vec<(String, u16)> {
+        let one = |k: &str, p: u16| vec![(k.to_owned(), p)];
+        match self {
+            Self::PassThrough | Self::SplitTcp(_) => Vec::new(),
+            Self::Supercharger(c) => one("satellite_port", c.satellite_port),
+            Self::Snoop(c) => one("satellite_port", c.satellite_port),
+            Self::DupackDelay(c) => c.port.map_or_else(Vec::new, |p| one("port", p)),
+            Self::Spoof(c) => one("internet_port", c.internet_port),
+            Self::IpipTunnel(c) => c
+                .arrival_port
+                .map_or_else(Vec::new, |p| one("arrival_port", p)),
+            Self::AckExpander(c) => c
+                .return_port
+                .map_or_else(Vec::new, |p| one("return_port", p)),
+            Self::Chain { elements } => elements
+                .iter()
+                .enumerate()
+                .flat_map(|(i, e)| {
+                    e.arrival_ports()
+                        .into_iter()
+                        .map(move |(k, p)| (format!("elements.{i}.{k}"), p))
+                })
+                .collect(),
+        }
+    }
+
     /// Check values a scenario file could get wrong; the message starts with the key.
     pub fn validate(&self) -> Result<(), String> {
         match self {
@@ -182,7 +212,7 @@ impl Middlebox {
         let own: Vec<(&'static str, u64)> = match self {
             Self::PassThrough(_) => Vec::new(),
             Self::Supercharger(m) => counters!(m.stats();
-                flows_managed, flows_refused, passed_other, segments_held, segments_released,
+                flows_managed, flows_refused, flows_idle_expired, passed_other, segments_held, segments_released,
                 retransmissions_passed, duplicates_dropped, buffer_drops, windows_rewritten,
                 wscale_rewritten, wscale_added, wscale_no_room, sender_windows_rewritten,
                 max_held_bytes),

@@ -68,3 +68,25 @@ fn a_wrong_expectation_fails_at_its_line() {
         assert_eq!(e.line, line, "{wrong}\n{e}");
     }
 }
+
+/// Issue 36 (13): a bad `tcp` header was reported as "line 0" when the script ran, and a
+/// script with no timed line passed (it checks nothing).
+#[test]
+fn a_bad_tcp_header_is_reported_at_its_line_and_an_empty_script_is_refused() {
+    let e = Script::parse("// header\ntcp mss = 1000\ntcp initial_window = \"ten\"\n0 listen\n")
+        .and_then(|s| s.run())
+        .expect_err("a string window");
+    assert_eq!(e.line, 3, "{e}");
+    assert!(e.to_string().starts_with("line 3: tcp header: "), "{e}");
+    let e = Script::parse("tcp no_such_key = 1\n0 listen\n").expect_err("unknown key");
+    assert_eq!(e.line, 1, "{e}");
+    for empty in [
+        "",
+        "// only a comment\n",
+        "tcp mss = 1000\nprofiles rfc linux\n",
+    ] {
+        let e = Script::parse(empty).expect_err(empty);
+        assert!(e.to_string().contains("no timed line"), "{e}");
+        assert!(!e.to_string().contains("line 0"), "{e}");
+    }
+}

@@ -16,7 +16,7 @@ use satpep_proto::middlebox::MiddleboxConfig;
 use satpep_proto::net::Ipv4Prefix;
 use satpep_proto::tcp::TcpConfig;
 use satpep_proto::wire::igmp;
-use satpep_proto::{Bitrate, Duration};
+use satpep_proto::Duration;
 use serde::de::DeserializeOwned;
 use toml::{Table, Value};
 
@@ -225,7 +225,10 @@ impl<'s> Builder<'s, '_> {
                         return Err(self.err(&mb_path, "a middlebox needs `kind = \"router\"`"));
                     }
                     let mb: MiddleboxConfig = self.typed(v, &mb_path)?;
-                    mb.validate().map_err(|msg| self.err(&mb_path, msg))?;
+                    mb.validate().map_err(|msg| {
+                        let (rel, msg) = rel_error(msg);
+                        self.err(&[mb_path.clone(), rel].concat(), msg)
+                    })?;
                     Some(mb)
                 }
             };
@@ -1235,90 +1238,34 @@ fn auto_address(index: usize) -> Option<Ipv4Addr> {
     ))
 }
 
-/// Semantic checks of a TCP config; the path is relative to its `tcp` table.
+/// Semantic checks of a TCP config, by [`TcpConfig::validate`]; the path is relative to its
+/// `tcp` table.
 fn check_tcp(c: &TcpConfig) -> std::result::Result<(), RelError> {
-    let fail = |k: &str, msg: String| Err((key(k), msg));
-    if c.mss == 0 {
-        return fail("mss", "mss must be at least 1 byte (typically 1460)".into());
-    }
-    if !(1..=10).contains(&c.initial_window) {
-        return fail(
-            "initial_window",
-            format!(
-                "initial_window must be 1 to 10 segments (RFC 6928), got {}",
-                c.initial_window
-            ),
-        );
-    }
-    if c.delack_segments == 0 {
-        return fail(
-            "delack_segments",
-            "delack_segments must be at least 1 (1 = acknowledge every segment)".into(),
-        );
-    }
-    if c.abc_segments == 0 {
-        return fail(
-            "abc_segments",
-            "abc_segments must be at least 1 segment per ACK (1 = RFC 5681, 2 = RFC 3465's L)"
-                .into(),
-        );
-    }
-    if c.dupthresh == 0 {
-        return fail(
-            "dupthresh",
-            "dupthresh must be at least 1 duplicate ACK (typically 3)".into(),
-        );
-    }
-    if c.initial_rto == Duration::ZERO {
-        return fail(
-            "initial_rto",
-            "initial_rto must be above 0 (RFC 6298: 1s)".into(),
-        );
-    }
-    if c.min_rto > c.max_rto {
-        return fail(
-            "min_rto",
-            format!(
-                "min_rto ({}) must not exceed max_rto ({})",
-                c.min_rto, c.max_rto
-            ),
-        );
-    }
-    for (k, size) in [
-        ("send_buffer", c.send_buffer),
-        ("recv_buffer", c.recv_buffer),
-    ] {
-        if size.bytes() < u64::from(c.mss) {
-            return fail(
-                k,
-                format!(
-                    "{k} ({size}) must hold at least one segment of mss {} bytes",
-                    c.mss
-                ),
-            );
-        }
-    }
-    if c.app_read_rate == Some(Bitrate(0)) {
-        return fail(
-            "app_read_rate",
-            "app_read_rate must be above 0; leave it out for an instant reader".into(),
-        );
-    }
-    Ok(())
+    c.validate().map_err(rel_error)
 }
 
 /// Semantic checks of a link config, by [`LinkConfig::validate`] (owned by the link model, so
 /// the rules live beside the code that relies on them); the path is relative to the `[[link]]`
 /// table.
 fn check_link(c: &LinkConfig) -> std::result::Result<(), RelError> {
-    c.validate().map_err(|e| match e.split_once(": ") {
-        // The message starts with the key path inside the link table, e.g. "error.per: ...".
+    c.validate().map_err(rel_error)
+}
+
+/// A config type's `"key.path: message"` as a path relative to its table and the message (a
+/// message with no key in front stays at the table).
+fn rel_error(e: String) -> RelError {
+    match e.split_once(": ") {
         Some((k, msg)) if !k.is_empty() && !k.contains(' ') => (
-            k.split('.').map(|s| Seg::Key(s.to_owned())).collect(),
+            k.split('.')
+                .map(|s| match s.parse() {
+                    Ok(n) => Seg::Index(n),
+                    Err(_) => Seg::Key(s.to_owned()),
+                })
+                .collect(),
             msg.to_owned(),
         ),
         _ => (Vec::new(), e),
-    })
+    }
 }
 
 /// Semantic checks of an application; the path is relative to the `app` table.

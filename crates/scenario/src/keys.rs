@@ -464,6 +464,12 @@ fn convert_value(value: &DeValue<'_>, path: &mut KeyPath) -> Result<Value, (KeyP
             let x: Option<f64> = f.as_str().parse().ok();
             match x {
                 Some(x) if x.is_finite() || f.as_str().contains("inf") => Value::Float(x),
+                Some(x) if x.is_nan() => {
+                    return Err((
+                        path.clone(),
+                        format!("`{f}` is not a number (NaN); give a value"),
+                    ))
+                }
                 _ => {
                     return Err((
                         path.clone(),

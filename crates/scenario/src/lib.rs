@@ -246,7 +246,13 @@ fn sweep_keys(
             name.push(k.clone());
             let mut p = path.clone();
             p.push(Seg::Key(k));
-            if name.first().is_some_and(|k| k == "sweep") {
+            // `"sweep.x" = […]` is one quoted key that names `sweep.x` too.
+            if name
+                .first()
+                .and_then(|k| k.split('.').next())
+                .map(str::trim)
+                == Some("sweep")
+            {
                 return Err(src.error(root, &p, "a sweep cannot vary the `[sweep]` table itself"));
             }
             if let Some(msg) = renames_an_element(&name.join(".")) {

@@ -128,7 +128,7 @@ fn mss_zero_in_defaults_is_blamed_on_defaults_not_the_flow() {
         &format!("[defaults.tcp]\ncc = \"reno\"\nmss = 0\n{MINI}"),
         &[],
     );
-    check(&e, 3, "defaults.tcp.mss", "mss");
+    check(&e, 3, "defaults.tcp.mss", "at least 1 byte");
 }
 
 #[test]
@@ -473,6 +473,13 @@ fn numbers_that_do_not_fit_and_duplicate_keys_are_located() {
         "link.ab.error.per",
         "1e999 is too large for a 64-bit float",
     );
+    // NaN is no number at all, not a large one (issue 36, 13).
+    let e = err(
+        &with_link_keys("error = { model = \"per\", per = nan }\n"),
+        &[],
+    );
+    check(&e, 12, "link.ab.error.per", "`nan` is not a number (NaN)");
+    assert!(!e.message().contains("too large"), "{e}");
     // A huge float where a duration goes: shown as written, not as 301 digits.
     let e = err(&format!("duration = 1e300\n{MINI}"), &[]);
     assert_eq!(
@@ -565,6 +572,26 @@ fn silent_cases_are_refused() {
     );
     let e = err(MINI, &["link.ab.rate=1Mbps", "link.0.rate=2Mbps"]);
     assert!(e.message().contains("--set 'link.ab.rate=1Mbps'"), "{e}");
+}
+
+/// Issue 36 (9): a sweep key under `sweep.` written as one quoted key ran three identical
+/// runs; a split relay's `tcp_connect` / `tcp_accept` were not checked as a flow's `tcp` is.
+#[test]
+fn quoted_sweep_keys_and_split_relay_tcp_tables_are_refused_at_the_key() {
+    let e = err(&format!("{MINI}[sweep]\n\"sweep.x\" = [1, 2, 3]\n"), &[]);
+    check(&e, 20, "sweep.sweep.x", "cannot vary the `[sweep]` table");
+    for half in ["tcp_connect", "tcp_accept"] {
+        let router = format!(
+            "kind = \"router\"\nmiddlebox = {{ kind = \"split_tcp\", {half} = {{ initial_window = 0 }} }}\n"
+        );
+        let e = err(&MINI.replacen("kind = \"router\"\n", &router, 1), &[]);
+        check(
+            &e,
+            8,
+            &format!("node.r.middlebox.{half}.initial_window"),
+            "1 to 10 segments",
+        );
+    }
 }
 
 /// Sweeping or overriding a node's name broke every reference to it and the error blamed the

@@ -83,7 +83,7 @@ pub struct Stats {
     pub bytes_down: u64,
 }
 
-/// Run the kernel split engine until SIGINT or SIGTERM.
+/// Run the kernel split engine until SIGINT, SIGTERM or SIGHUP (which stops it too).
 pub fn run(
     config: &DaemonConfig,
     role: Role,

@@ -134,6 +134,13 @@ impl Default for SplitConfig {
 impl SplitConfig {
     /// Check values a scenario could get wrong; the message starts with the key.
     pub fn validate(&self) -> Result<(), String> {
+        // Each half is a TCP endpoint like a flow's: checked as a flow's `tcp` table is.
+        for (k, tcp) in [
+            ("tcp_accept", &self.tcp_accept),
+            ("tcp_connect", &self.tcp_connect),
+        ] {
+            tcp.validate().map_err(|e| format!("{k}.{e}"))?;
+        }
         let mss = u64::from(self.tcp_accept.mss.max(self.tcp_connect.mss));
         if self.buffer_per_conn.bytes() < mss {
             return Err(format!(
@@ -145,9 +152,6 @@ impl SplitConfig {
             return Err(
                 "buffer_total: must hold at least one connection (2 × buffer_per_conn)".into(),
             );
-        }
-        if self.tcp_accept.mss == 0 || self.tcp_connect.mss == 0 {
-            return Err("tcp_accept.mss / tcp_connect.mss: must be at least 1".into());
         }
         if self.connect_timeout == Duration::ZERO {
             return Err("connect_timeout: must be > 0".into());

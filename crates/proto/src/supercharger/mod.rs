@@ -35,8 +35,12 @@
 //!
 //! Flows live in a [`FlowTable`] of `max_flows` (its refusals are `flows_refused`); a flow's
 //! deadline is the release time of its queue head, which only its own packets and releases can
-//! move, so an input re-evaluates the flow it belongs to and the flows due, not every flow. No
-//! idle expiry: FIN in both directions or a RST ends a flow, and `max_flows` bounds the rest.
+//! move, so an input re-evaluates the flow it belongs to and the flows due, not every flow. A
+//! flow ends with a FIN in both directions, a RST, or `idle_timeout` without a packet in either
+//! direction (`flows_idle_expired`; what it still held goes out first, in order). Without the
+//! idle expiry, connections that vanish without FIN or RST (a receiver that lost power, a NAT
+//! that timed out) would fill the table for good and every later connection would pass
+//! unaccelerated.
 //!
 //! Window probes: a sender facing a closed *virtual* window probes with one byte at `snd_una`,
 //! which the gateway has already forwarded, so the probe passes at once like any
@@ -84,6 +88,9 @@ pub struct SuperChargerConfig {
     pub total_buffer: ByteSize,
     /// Most connections managed at once; later ones pass untouched. Default: 4096.
     pub max_flows: u32,
+    /// A connection without a packet in either direction for this long is forgotten (what it
+    /// held is released first, in order). Default: `"120s"`.
+    pub idle_timeout: Duration,
     /// Window-scale shift announced to senders on the receivers' behalf (0–14). Default: 8
     /// (virtual windows up to 16 MB).
     pub virtual_wscale: u8,
@@ -103,6 +110,7 @@ impl Default for SuperChargerConfig {
             flow_buffer: ByteSize(8_000_000),
             total_buffer: ByteSize(256_000_000),
             max_flows: 4096,
+            idle_timeout: Duration::from_secs(120),
             virtual_wscale: 8,
             add_wscale: true,
         }
@@ -130,6 +138,9 @@ impl SuperChargerConfig {
         if self.total_buffer < self.flow_buffer {
             return Err("total_buffer: must be at least flow_buffer".to_owned());
         }
+        if self.idle_timeout == Duration::ZERO {
+            return Err("idle_timeout: must be > 0".to_owned());
+        }
         if self.virtual_wscale > 14 {
             return Err(format!(
                 "virtual_wscale: at most 14 (RFC 7323 §2.3), got {}",
@@ -147,6 +158,8 @@ pub struct SuperChargerStats {
     pub flows_managed: u64,
     /// Connections left alone because `max_flows` were managed.
     pub flows_refused: u64,
+    /// Connections forgotten after `idle_timeout` without a packet.
+    pub flows_idle_expired: u64,
     /// Packets passed untouched because they are not IPv4/TCP or did not parse.
     pub passed_other: u64,
     /// Data segments held in a flow queue.
@@ -222,7 +235,7 @@ impl SuperCharger {
     /// A gateway with no connections.
     pub fn new(config: SuperChargerConfig) -> Self {
         Self {
-            flows: FlowTable::new(config.max_flows as usize, None),
+            flows: FlowTable::new(config.max_flows as usize, Some(config.idle_timeout)),
             due: Vec::new(),
             config,
             out: VecDeque::new(),
@@ -233,7 +246,10 @@ impl SuperCharger {
 
     /// Counters.
     pub fn stats(&self) -> SuperChargerStats {
-        self.stats
+        SuperChargerStats {
+            flows_idle_expired: self.flows.stats().idle_expired,
+            ..self.stats
+        }
     }
 
     /// Bytes held for all connections.
@@ -470,6 +486,15 @@ impl SuperCharger {
         }
     }
 
+    /// Forget the flows idle for `idle_timeout`; what they held still goes out, in order.
+    fn expire_idle(&mut self, now: Instant) {
+        let (out, held) = (&mut self.out, &mut self.held);
+        self.flows.expire_idle(now, |_, f| {
+            *held -= f.queued_bytes;
+            out.extend(f.queue.into_iter().map(|h| h.pkt));
+        });
+    }
+
     fn remove(&mut self, key: FlowKey) {
         if let Some(f) = self.flows.remove_key(&key) {
             self.held -= f.queued_bytes;
@@ -542,6 +567,7 @@ fn rewrite_wscale(pkt: &mut Packet, shift: u8) -> bool {
 
 impl Node for SuperCharger {
     fn handle_packet(&mut self, now: Instant, port: PortId, pkt: Packet) {
+        self.expire_idle(now);
         let Ok((ip, tcp)) = parse_packet(&pkt) else {
             self.stats.passed_other += 1;
             return self.pass(pkt);
@@ -555,10 +581,14 @@ impl Node for SuperCharger {
             self.on_sender_segment(now, &tcp, key, pkt);
             key
         };
+        if let Some(id) = self.flows.id(&key) {
+            self.flows.touch(now, id);
+        }
         self.release(now, Some(key));
     }
 
     fn handle_timeout(&mut self, now: Instant) {
+        self.expire_idle(now);
         self.release(now, None);
     }
 

@@ -295,11 +295,120 @@ fn flow_table_is_bounded_and_a_packet_visits_only_its_flow() {
         g.handle_packet(t(0), PortId(0), syn(n));
     }
     assert_eq!(g.flow_count(), 100_000);
-    // One more packet of one flow: one look at the deadline index, nothing else visited.
+    // One more packet of one flow: one look at the idle list and one at the deadline index,
+    // nothing else visited.
     let before = g.flow_table_stats().visited;
     g.handle_packet(t(1), PortId(0), segment(many(5), 7, None, TcpFlags::SYN, 0));
-    assert_eq!(g.flow_table_stats().visited - before, 1);
+    assert_eq!(g.flow_table_stats().visited - before, 2);
     assert_eq!(g.poll_timeout(), None);
+}
+
+/// The sender's SYN (scale 7) and the receiver's SYN-ACK (scale 0) at `at`; the SYN-ACK's
+/// window scale as forwarded (`Some(8)` when the gateway manages the connection).
+fn syn_ack_scale_at(g: &mut SuperCharger, at: Instant) -> Option<u8> {
+    let syn = TcpRepr {
+        flags: TcpFlags::SYN,
+        ack: None,
+        seq: SeqNumber(ISS),
+        window_scale: Some(7),
+        ..from_sender(0, 0)
+    };
+    g.handle_packet(at, TERRESTRIAL, packet(true, &syn));
+    drain(g, at);
+    let syn_ack = TcpRepr {
+        flags: TcpFlags::SYN,
+        seq: SeqNumber(IRS),
+        ack: Some(SeqNumber(ISS + 1)),
+        window_scale: Some(0),
+        ..ack_from_receiver(1, 65_535)
+    };
+    g.handle_packet(at, SATELLITE, packet(false, &syn_ack));
+    let out = drain(g, at);
+    assert_eq!(out.len(), 1);
+    parsed(&out[0]).window_scale
+}
+
+/// 4 096 connections that end without FIN or RST (receivers gone, a NAT timed out) fill the
+/// table; a new connection is refused while they are fresh, and accelerated once they have
+/// been idle for `idle_timeout`, which forgot all of them and counted it.
+#[test]
+fn flows_ending_without_fin_or_rst_expire_and_a_later_flow_is_accelerated() {
+    use crate::flow::testing::{many, segment};
+    let mut g = SuperCharger::new(SuperChargerConfig::default());
+    for n in 0..4096u32 {
+        g.handle_packet(
+            t(0),
+            TERRESTRIAL,
+            segment(many(n), 7, None, TcpFlags::SYN, 0),
+        );
+    }
+    drain(&mut g, t(0));
+    assert_eq!((g.flow_count(), g.stats().flows_managed), (4096, 4096));
+    assert_eq!(
+        syn_ack_scale_at(&mut g, t(1_000)),
+        Some(0),
+        "refused: untouched"
+    );
+    assert_eq!(g.stats().flows_refused, 1);
+    // One of the old flows still talks just before the timeout: it stays.
+    g.handle_packet(
+        t(119_000),
+        TERRESTRIAL,
+        segment(many(9), 8, Some(1), TcpFlags::default(), 0),
+    );
+    drain(&mut g, t(119_000));
+    let late = t(120_000);
+    assert_eq!(
+        syn_ack_scale_at(&mut g, late),
+        Some(8),
+        "managed: scale raised"
+    );
+    assert_eq!(g.stats().flows_idle_expired, 4095);
+    assert_eq!(g.stats().flows_managed, 4097);
+    assert_eq!(g.flow_count(), 2);
+    // Where summary.json and the daemon's metrics read it.
+    let counters = crate::middlebox::Middlebox::Supercharger(Box::new(g)).counters();
+    assert!(counters.contains(&("flows_idle_expired".to_owned(), 4095)));
+}
+
+/// A connection idle with data held (the receiver vanished): expiry releases what it held, in
+/// order, and the shared buffer accounting returns to zero.
+#[test]
+fn an_idle_flow_releases_what_it_held_when_it_expires() {
+    let mut g = SuperCharger::new(SuperChargerConfig::default());
+    handshake(&mut g, None, None, 1_000);
+    let sent: Vec<Packet> = (0..3)
+        .map(|i| packet(true, &from_sender(1 + i * 1000, 1000)))
+        .collect();
+    let expect: Vec<Vec<u8>> = sent.iter().map(|p| p.header().to_vec()).collect();
+    for p in sent {
+        g.handle_packet(t(700), TERRESTRIAL, p);
+    }
+    assert_eq!(drain(&mut g, t(700)).len(), 1);
+    assert_eq!(g.held_bytes(), 2000);
+    g.handle_timeout(t(120_699));
+    assert_eq!(
+        g.stats().flows_idle_expired,
+        0,
+        "not idle for the whole timeout yet"
+    );
+    g.handle_timeout(t(120_700));
+    let out: Vec<Vec<u8>> = drain(&mut g, t(120_700))
+        .iter()
+        .map(|p| p.header().to_vec())
+        .collect();
+    assert_eq!(out, expect[1..]);
+    assert_eq!((g.held_bytes(), g.flow_count()), (0, 0));
+    assert_eq!(g.stats().flows_idle_expired, 1);
+}
+
+#[test]
+fn config_refuses_a_zero_idle_timeout() {
+    let c = SuperChargerConfig {
+        idle_timeout: Duration::ZERO,
+        ..SuperChargerConfig::default()
+    };
+    assert!(c.validate().is_err_and(|m| m.starts_with("idle_timeout")));
 }
 
 /// The SYN-ACK a receiver without window scaling sends (MSS, SACK-permitted, timestamps).

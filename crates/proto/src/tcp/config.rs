@@ -475,6 +475,63 @@ impl TcpConfig {
             },
         }
     }
+
+    /// Check values a scenario or a daemon configuration could get wrong; the message starts
+    /// with the key inside the `tcp` table (`initial_window: …`). Wherever a `tcp` table is
+    /// read (a flow's, `[defaults.tcp]`, a split relay's `tcp_accept` and `tcp_connect`), this
+    /// is its check.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.mss == 0 {
+            return Err("mss: must be at least 1 byte (typically 1460)".into());
+        }
+        if !(1..=10).contains(&self.initial_window) {
+            return Err(format!(
+                "initial_window: must be 1 to 10 segments (RFC 6928), got {}",
+                self.initial_window
+            ));
+        }
+        if self.delack_segments == 0 {
+            return Err(
+                "delack_segments: must be at least 1 (1 = acknowledge every segment)".into(),
+            );
+        }
+        if self.abc_segments == 0 {
+            return Err(
+                "abc_segments: must be at least 1 segment per ACK (1 = RFC 5681, 2 = \
+                        RFC 3465's L)"
+                    .into(),
+            );
+        }
+        if self.dupthresh == 0 {
+            return Err("dupthresh: must be at least 1 duplicate ACK (typically 3)".into());
+        }
+        if self.initial_rto == Duration::ZERO {
+            return Err("initial_rto: must be above 0 (RFC 6298: 1s)".into());
+        }
+        if self.min_rto > self.max_rto {
+            return Err(format!(
+                "min_rto: {} must not exceed max_rto ({})",
+                self.min_rto, self.max_rto
+            ));
+        }
+        for (k, size) in [
+            ("send_buffer", self.send_buffer),
+            ("recv_buffer", self.recv_buffer),
+        ] {
+            if size.bytes() < u64::from(self.mss) {
+                return Err(format!(
+                    "{k}: {size} must hold at least one segment of mss {} bytes",
+                    self.mss
+                ));
+            }
+        }
+        if self.app_read_rate == Some(Bitrate(0)) {
+            return Err(
+                "app_read_rate: must be above 0; leave it out for an instant reader".into(),
+            );
+        }
+        Ok(())
+    }
 }
 
 impl Default for TcpConfig {

@@ -44,7 +44,10 @@ pub struct ScriptError {
 
 impl std::fmt::Display for ScriptError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "line {}: {}", self.line, self.message)
+        match self.line {
+            0 => f.write_str(&self.message),
+            n => write!(f, "line {n}: {}", self.message),
+        }
     }
 }
 
@@ -54,6 +57,8 @@ impl std::error::Error for ScriptError {}
 #[derive(Clone, Debug)]
 pub struct Script {
     tcp: toml::Table,
+    /// Line of the last `tcp` header (where a header problem is reported).
+    tcp_line: usize,
     profiles: Vec<Profile>,
     tolerance: Duration,
     lines: Vec<Line>,
@@ -121,6 +126,7 @@ impl Script {
     pub fn parse(text: &str) -> Result<Self, ScriptError> {
         let mut script = Self {
             tcp: toml::Table::new(),
+            tcp_line: 0,
             profiles: Vec::new(),
             tolerance: Duration::from_millis(4),
             lines: Vec::new(),
@@ -140,6 +146,12 @@ impl Script {
                     if let Some(toml::Value::Table(t)) = t.get("t") {
                         script.tcp.extend(t.clone());
                     }
+                    // A key or value the endpoint does not take is this line's error, not
+                    // the script's as a whole when it runs.
+                    toml::Value::Table(script.tcp.clone())
+                        .try_into::<TcpConfig>()
+                        .map_err(|e| err(number, format!("tcp header: {}", e.message().trim())))?;
+                    script.tcp_line = number;
                 }
                 "profiles" => {
                     for name in rest.split_whitespace() {
@@ -163,6 +175,13 @@ impl Script {
                 }
             }
         }
+        if script.lines.is_empty() {
+            // Nothing would be sent, expected or asserted: passing it would prove nothing.
+            return Err(err(
+                0,
+                "the script has no timed line (e.g. `0 listen`): nothing to run or check",
+            ));
+        }
         Ok(script)
     }
 
@@ -182,9 +201,9 @@ impl Script {
                     let name = profile_name(p);
                     t.insert("profile".into(), toml::Value::String(name.into()));
                 }
-                let c: TcpConfig = t
-                    .try_into()
-                    .map_err(|e| err(0, format!("tcp header: {e}")))?;
+                let c: TcpConfig = t.try_into().map_err(|e| {
+                    err(self.tcp_line, format!("tcp header: {}", e.message().trim()))
+                })?;
                 Ok((c.profile, c))
             })
             .collect()
