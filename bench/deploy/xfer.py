@@ -39,7 +39,7 @@
       Sends N compacted ACKs in AH-framed IP-in-IP (crate::auth's layout) from A to H whose
       integrity check values are random: forgeries a keyed expander must count and drop.
 
-  xfer.py capture-ah --iface IF --src A --count N --seconds S --out FILE
+  xfer.py capture-ah --iface IF --src A --count N --seconds S --out FILE [--proto 51]
       Records up to N AH packets from A leaving IF (the emulator's TUN device), one hex line
       each: genuine tunnel packets, to be replayed.
 
@@ -416,14 +416,15 @@ def forge_ah(src, dst, count):
     print(json.dumps({"sent": count}))
 
 
-def capture_ah(iface, src, count, seconds, out):
-    """Record up to `count` AH packets (IP protocol 51) from `src` that leave `iface` (a TUN
-    device: raw IPv4, no link header), one hex line each, for at most `seconds`."""
+def capture_ah(iface, src, count, seconds, out, proto=51):
+    """Record up to `count` AH packets (IP protocol 51, or `proto`) from `src` (`any`: from
+    anywhere) that leave `iface` (a TUN device: raw IPv4, no link header), one hex line each,
+    for at most `seconds`."""
     # ETH_P_ALL: bound to ETH_P_IP, a TUN device's outgoing packets were not seen here.
     sock = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(0x0003))
     sock.bind((iface, 0))
     sock.settimeout(0.2)
-    s4 = socket.inet_aton(src)
+    s4 = None if src == "any" else socket.inet_aton(src)
     got = []
     end = time.monotonic() + seconds
     while len(got) < count and time.monotonic() < end:
@@ -432,7 +433,7 @@ def capture_ah(iface, src, count, seconds, out):
         except socket.timeout:
             continue
         outgoing = addr[2] == socket.PACKET_OUTGOING
-        if outgoing and len(pkt) >= 20 and pkt[9] == 51 and pkt[12:16] == s4:
+        if outgoing and len(pkt) >= 20 and pkt[9] == proto and s4 in (None, pkt[12:16]):
             got.append(pkt)
     with open(out, "w") as f:
         for pkt in got:
@@ -500,6 +501,7 @@ def main():
     c.add_argument("--count", type=int, required=True)
     c.add_argument("--seconds", type=float, required=True)
     c.add_argument("--out", required=True)
+    c.add_argument("--proto", type=int, default=51, help="IP protocol (17: UDP, e.g. QUIC)")
     r = sub.add_parser("replay")
     r.add_argument("--file", required=True)
     a = ap.parse_args()
@@ -508,7 +510,7 @@ def main():
         print(json.dumps(r))
         sys.exit(0 if r["ok"] else 1)
     elif a.cmd == "capture-ah":
-        capture_ah(a.iface, a.src, a.count, a.seconds, a.out)
+        capture_ah(a.iface, a.src, a.count, a.seconds, a.out, a.proto)
     elif a.cmd == "replay":
         replay(a.file)
     elif a.cmd == "forge-ah":

@@ -94,11 +94,17 @@ impl Drop for Harness {
 /// `satpep emu` on the test scenario, attached to the harness's router namespaces, for at
 /// most 300 s.
 fn start_emu(h: &Harness, out: &Path) -> Child {
+    start_emu_with(h, out, &[])
+}
+
+/// `start_emu` with more `--set key=value` overrides of the scenario.
+fn start_emu_with(h: &Harness, out: &Path, sets: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_satpep"))
         .arg("emu")
         .arg(root().join("scenarios/deploy/geo_20_2.toml"))
         .args(["--set", &format!("node.term.netns={}", h.ns("term"))])
         .args(["--set", &format!("node.gw.netns={}", h.ns("gw"))])
+        .args(sets.iter().flat_map(|kv| ["--set", kv]))
         .args(["--quiet", "--no-status", "--duration", "300s", "--out"])
         .arg(out)
         .stdin(Stdio::null())
@@ -310,20 +316,27 @@ impl Daemon {
     /// metrics its file names answer (at most 10 s).
     fn start(h: &Harness, dir: &Path, role: &str, file: &str) -> Self {
         let ns = h.ns(if role == "gateway" { "gw" } else { "term" });
-        let cfg = root().join("bench/deploy").join(file);
-        let text = std::fs::read_to_string(&cfg).unwrap();
+        Self::start_in(&ns, dir, role, &root().join("bench/deploy").join(file))
+    }
+
+    /// `satpep <role> --config cfg` in namespace `ns` (state and log in `dir`, named after
+    /// the role and the namespace).
+    fn start_in(ns: &str, dir: &Path, role: &str, cfg: &Path) -> Self {
+        let ns = ns.to_owned();
+        let text = std::fs::read_to_string(cfg).unwrap();
         let listen = text
             .lines()
+            .skip_while(|l| l.trim() != "[metrics]")
             .find_map(|l| l.strip_prefix("listen = \""))
             .and_then(|l| l.strip_suffix('"'))
             .expect("the config serves metrics");
-        let log = dir.join(format!("{role}.log"));
+        let log = dir.join(format!("{role}-{ns}.log"));
         let child = Command::new("ip")
             .args(["netns", "exec", &ns, env!("CARGO_BIN_EXE_satpep"), role])
             .arg("--config")
-            .arg(&cfg)
+            .arg(cfg)
             .arg("--state-dir")
-            .arg(dir.join(format!("{role}-state")))
+            .arg(dir.join(format!("{role}-{ns}-state")))
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
@@ -975,4 +988,307 @@ fn tunnel_spoof_and_supercharger_daemons_over_the_test_topology() {
         "the SuperCharger did not speed up a window-limited receiver: {sc_small:.2} s against {no_pep_small:.2} s"
     );
     gw.stop();
+}
+
+/// A configuration of the accelerated PEP written into `dir` from `bench/deploy/<file>`, with
+/// its certificate paths made absolute and `edits` (whole lines `key = …` replaced by the
+/// given line, matched on their key).
+fn accel_config(dir: &Path, file: &str, name: &str, edits: &[&str]) -> PathBuf {
+    let keys = root().join("bench/deploy/keys");
+    let mut text = std::fs::read_to_string(root().join("bench/deploy").join(file)).unwrap();
+    text = text.replace("\"keys/", &format!("\"{}/", keys.display()));
+    for e in edits {
+        let key = e.split(" = ").next().unwrap();
+        let had = text.lines().any(|l| l.starts_with(&format!("{key} = ")));
+        text = if had {
+            text.lines()
+                .map(|l| {
+                    if l.starts_with(&format!("{key} = ")) {
+                        e.to_string()
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+                + "\n"
+        } else {
+            // A top-level key goes first, before any table.
+            format!("{e}\n{text}")
+        };
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The accelerated PEP (issue 35) over the test topology with PER 1e-2 on the hop both ways:
+/// byte-exact and transparent both ways (sha256 of every transfer; the server sees the
+/// client's address); a refused server and a destination outside `allow` reach the client as
+/// a reset; an unknown terminal is refused at its handshake; 100 forged datagrams and 30
+/// replayed genuine ones carry no byte to any connection; a gateway stopped (SIGTERM) or
+/// killed (SIGKILL) and started again serves new connections at once (the terminal
+/// reconnects: a CONNECTION_CLOSE, or a stateless reset the new gateway can sign with the
+/// same key). Timings are printed, never asserted (bench/deploy/compare-accel.sh measures).
+#[test]
+fn accelerated_pep_over_the_test_topology() {
+    let _turn = DAEMON_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    assert!(
+        std::fs::read_to_string("/proc/self/status").is_ok_and(|s| s
+            .lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))),
+        "the deployment test needs root (CI runs it as root)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = Harness {
+        prefix: format!("spa{}", std::process::id()),
+        children: Vec::new(),
+        emu: None,
+    };
+    let up = h.topology("up");
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let emu = start_emu_with(
+        &h,
+        &dir.path().join("emu"),
+        &["link.forward.error.per=1e-2", "link.return.error.per=1e-2"],
+    );
+    let device = format!("satpep{}", emu.id());
+    h.emu = Some(emu);
+    wait_for_ping(&h);
+    let xfer = root().join("bench/deploy/xfer.py");
+    let peers = dir.path().join("peers.txt");
+    let serve = format!(
+        "exec python3 {} serve --port 5001 --cc cubic --peers {}",
+        xfer.display(),
+        peers.display()
+    );
+    let server_ns = h.ns("server");
+    h.spawn_in(&server_ns, &serve, &dir.path().join("server.log"));
+
+    // Port 5003 is intercepted too, and nothing listens there.
+    let term_cfg = accel_config(
+        dir.path(),
+        "term-accel.toml",
+        "term.toml",
+        &["ports = [5001, 5003]"],
+    );
+    let gw_cfg = accel_config(dir.path(), "gw-accel.toml", "gw.toml", &[]);
+    let (term_ns, gw_ns) = (h.ns("term"), h.ns("gw"));
+    let gw = Daemon::start_in(&gw_ns, dir.path(), "gateway", &gw_cfg);
+    let term = Daemon::start_in(&term_ns, dir.path(), "terminal", &term_cfg);
+    let accel = |d: &Daemon, k: &str| d.metric(&format!("satpep_accel_{k}"));
+    let t0 = Instant::now();
+    while accel(&term, "quic_connections_total") < 1.0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "no satellite connection: {}",
+            term.dump()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // Byte-exact and transparent, through 1 % packet loss each way.
+    let capture = dir.path().join("quic.hex");
+    let capture_cmd = format!(
+        "exec python3 {} capture-ah --proto 17 --iface {device} --src any --count 30 --seconds 60 --out {}",
+        xfer.display(),
+        capture.display()
+    );
+    h.spawn_in(&term_ns, &capture_cmd, &dir.path().join("capture.log"));
+    std::thread::sleep(Duration::from_millis(300));
+    let r = h.xfer(
+        &format!("many --host {SERVER} --size 262144 --count 40 --concurrency 8 --timeout 60"),
+        Duration::from_secs(180),
+    );
+    println!("40 × 256 KiB through the accelerated PEP at PER 1e-2: {r}");
+    assert_eq!(
+        (r["ok"].as_u64(), r["mismatches"].as_u64()),
+        (Some(40), Some(0)),
+        "{r}"
+    );
+    assert_eq!(r["locals"], serde_json::json!([CLIENT]), "{r}");
+    let seen = std::fs::read_to_string(&peers).unwrap();
+    assert_eq!(seen.lines().count(), 40, "{seen}");
+    assert!(
+        seen.lines().all(|l| l.split(' ').next() == Some(CLIENT)),
+        "{seen}"
+    );
+    assert!(accel(&term, "connections_total") >= 40.0, "{}", term.dump());
+    assert!(accel(&gw, "connections_total") >= 40.0, "{}", gw.dump());
+    assert_eq!(
+        accel(&term, "bytes_down_total"),
+        40.0 * 262_144.0,
+        "{}",
+        term.dump()
+    );
+    let (_, ttfb) = best_ttfb(&h, 3);
+    let mb = download(&h, 1_000_000);
+    println!("first byte {ttfb:.3} s, 1 MB {mb:.2} s at PER 1e-2");
+
+    // A refused server, and a destination outside `allow` (the gateway's hop address): the
+    // client's connection is reset, and the gateway says why.
+    for (host, port, reason) in [
+        (SERVER, 5003, "refused"),
+        ("10.77.0.1", 5001, "not_allowed"),
+    ] {
+        let r = h.xfer(
+            &format!("get --host {host} --port {port} --size 1000 --timeout 20"),
+            Duration::from_secs(30),
+        );
+        let err = r["error"].as_str().unwrap_or_default();
+        assert!(
+            err.contains("ConnectionReset") || err.contains("reset"),
+            "{host}:{port}: {r}"
+        );
+        let reason = format!("satpep_accel_resets_total{{instance_name=\"gateway\",role=\"gateway\",reason=\"{reason}\"}}");
+        assert!(gw.metric(&reason) >= 1.0, "{}", gw.dump());
+    }
+
+    // An unknown terminal (its own new certificate), from the client's namespace: refused.
+    let keygen = Command::new(env!("CARGO_BIN_EXE_satpep"))
+        .args(["keygen", "stranger", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(keygen.status.success(), "{keygen:?}");
+    let stranger_cfg = accel_config(
+        dir.path(),
+        "term-accel.toml",
+        "stranger.toml",
+        &[
+            &format!(
+                "certificate = \"{}\"",
+                dir.path().join("stranger.crt").display()
+            ),
+            &format!("key = \"{}\"", dir.path().join("stranger.key").display()),
+            "listen = \"127.0.0.1:9466\"",
+            "name = \"stranger\"",
+        ],
+    );
+    let failures = accel(&gw, "quic_failures_total");
+    let terminals = accel(&gw, "quic_connections_total");
+    let stranger = Daemon::start_in(&h.ns("client"), dir.path(), "terminal", &stranger_cfg);
+    let t0 = Instant::now();
+    while accel(&gw, "quic_failures_total") == failures {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the stranger was not refused: {}",
+            gw.dump()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // (TLS 1.3: the stranger's own handshake completes before the gateway has checked its
+    // certificate, so only the gateway's counters tell.)
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        accel(&gw, "quic_connections_total"),
+        terminals,
+        "{}",
+        gw.dump()
+    );
+    stranger.stop();
+
+    // Forged datagrams (random bytes shaped as QUIC short-header packets) from the client's
+    // namespace, then genuine datagrams replayed byte for byte from the terminal's: no byte
+    // reaches a connection, and the satellite connection carries on.
+    let before = settle_for("the gateway", Duration::from_secs(2), || {
+        accel(&gw, "bytes_up_total")
+    });
+    let carried = accel(&gw, "connections_total");
+    let forge = "import os, socket\n\
+                 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+                 for i in range(100):\n    s.sendto(bytes([0x40 | (i & 0x3f)]) + os.urandom(1200), ('10.77.0.1', 4433))\n";
+    let o = Command::new("ip")
+        .args(["netns", "exec", &h.ns("client"), "python3", "-c", forge])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let t0 = Instant::now();
+    while std::fs::read_to_string(&capture).map_or(0, |t| t.lines().count()) < 30 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no 30 QUIC datagrams captured"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let o = Command::new("ip")
+        .args(["netns", "exec", &term_ns, "python3"])
+        .arg(&xfer)
+        .args(["replay", "--file"])
+        .arg(&capture)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        (
+            accel(&gw, "bytes_up_total"),
+            accel(&gw, "connections_total")
+        ),
+        (before, carried),
+        "{}",
+        gw.dump()
+    );
+    assert_eq!(
+        accel(&term, "quic_connections_total"),
+        1.0,
+        "still the first connection"
+    );
+    download(&h, 100_000);
+
+    // The gateway stopped and started again, then killed and started again: new connections
+    // work at once each time (the terminal reconnects).
+    gw.stop();
+    let gw = Daemon::start_in(&gw_ns, dir.path(), "gateway", &gw_cfg);
+    let t0 = Instant::now();
+    download(&h, 100_000);
+    println!(
+        "after a gateway restart: 100 kB in {:.2} s",
+        t0.elapsed().as_secs_f64()
+    );
+    assert_eq!(
+        accel(&term, "quic_connections_total"),
+        2.0,
+        "{}",
+        term.dump()
+    );
+    let status = stop(gw.child, "-KILL");
+    assert!(!status.success());
+    // Killed, its connection is not closed: the terminal learns of the successor from the
+    // stateless reset answering its next keep-alive (the connection IDs and the reset key are
+    // derived from the gateway's key, so the successor can sign it). A connection the client
+    // opens before that is reset (what it sent may have reached the server already: it is
+    // never replayed).
+    let t0 = Instant::now();
+    let gw = Daemon::start_in(&gw_ns, dir.path(), "gateway", &gw_cfg);
+    while accel(&term, "quic_connections_total") < 3.0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the terminal did not reconnect: {}",
+            term.dump()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    println!(
+        "after a gateway kill -9: reconnected {:.2} s after the restart began",
+        t0.elapsed().as_secs_f64()
+    );
+    download(&h, 100_000);
+    term.stop();
+    gw.stop();
+    // Out of the path: the nftables tables are gone.
+    for ns in [&term_ns, &gw_ns] {
+        let o = Command::new("ip")
+            .args(["netns", "exec", ns, "nft", "list", "tables"])
+            .output()
+            .unwrap();
+        assert!(
+            !String::from_utf8_lossy(&o.stdout).contains("satpep"),
+            "{ns}: {o:?}"
+        );
+    }
 }
