@@ -227,6 +227,8 @@ pub struct SatProbe {
     round_start: Option<Instant>,
     round_acked: u64,
     round_lost: u64,
+    /// Whether an ACK of this round came while the sender had less to send than its window.
+    round_app_limited: bool,
     /// (round, best delivery rate that round in bytes/s), newest last.
     bw_samples: VecDeque<(u64, u64)>,
     /// Startup: the rate three rounds of growth are measured against, and the rounds without.
@@ -254,6 +256,7 @@ impl SatProbe {
             round_start: None,
             round_acked: 0,
             round_lost: 0,
+            round_app_limited: false,
             bw_samples: VecDeque::new(),
             full_bw: 0,
             full_bw_rounds: 0,
@@ -291,25 +294,32 @@ impl SatProbe {
             }
         }
         let bw = self.bandwidth();
-        if self.state == ProbeState::Startup {
-            if bw >= self.full_bw + self.full_bw / 4 {
-                self.full_bw = bw;
-                self.full_bw_rounds = 0;
-            } else {
-                self.full_bw_rounds += 1;
-                if self.full_bw_rounds >= 3 {
-                    self.state = ProbeState::ProbeBw;
-                    // Start by draining what Startup queued: the 75 % round.
-                    self.cycle = 1;
+        // A round the application did not fill says nothing about the path's capacity: it
+        // neither ends Startup (a connection idle between small requests would otherwise
+        // leave it at the rate of those requests, and then grow by a quarter per eight rounds)
+        // nor moves the gain cycle.
+        if !self.round_app_limited {
+            if self.state == ProbeState::Startup {
+                if bw >= self.full_bw + self.full_bw / 4 {
+                    self.full_bw = bw;
+                    self.full_bw_rounds = 0;
+                } else {
+                    self.full_bw_rounds += 1;
+                    if self.full_bw_rounds >= 3 {
+                        self.state = ProbeState::ProbeBw;
+                        // Start by draining what Startup queued: the 75 % round.
+                        self.cycle = 1;
+                    }
                 }
+            } else {
+                self.cycle = (self.cycle + 1) % PROBE_GAINS.len();
             }
-        } else {
-            self.cycle = (self.cycle + 1) % PROBE_GAINS.len();
         }
         self.round += 1;
         self.round_start = Some(now);
         self.round_acked = 0;
         self.round_lost = 0;
+        self.round_app_limited = false;
         let oldest = self.round.saturating_sub(BW_WINDOW_ROUNDS);
         while self.bw_samples.front().is_some_and(|&(r, _)| r < oldest) {
             self.bw_samples.pop_front();
@@ -347,6 +357,7 @@ impl SatProbe {
         }
         self.delivered += bytes;
         self.round_acked += bytes;
+        self.round_app_limited |= app_limited;
         let before = self.delivered_at;
         self.delivered_at = Some(now);
         // The packet's record: the first sent at that instant (packets are sent in order).
@@ -677,6 +688,37 @@ mod tests {
             goodput(&mut p, &path, 30, 5);
             assert_eq!(p.congestion_rounds, 0, "PER {per}");
         }
+    }
+
+    #[test]
+    fn probe_mode_stays_in_startup_through_application_limited_rounds() {
+        // Small requests first (a few packets per round trip, flagged application-limited by
+        // the transport), then a bulk transfer: Startup must still be there to find the rate.
+        let mut p = SatProbe::new(SatProbeConfig::new(GEO), 1400);
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        for round in 0..10u64 {
+            let t = t0 + ms(700 * round);
+            for i in 0..3 {
+                p.handle_sent(t + ms(i));
+            }
+            for i in 0..3 {
+                p.handle_ack(t + ms(600 + i), t + ms(i), 1400, true, ms(600));
+            }
+        }
+        assert_eq!(p.state(), ProbeState::Startup, "idle rounds ended Startup");
+        // The same rounds not flagged: three rounds without growth end it.
+        let mut q = SatProbe::new(SatProbeConfig::new(GEO), 1400);
+        for round in 0..10u64 {
+            let t = t0 + ms(700 * round);
+            for i in 0..3 {
+                q.handle_sent(t + ms(i));
+            }
+            for i in 0..3 {
+                q.handle_ack(t + ms(600 + i), t + ms(i), 1400, false, ms(600));
+            }
+        }
+        assert_eq!(q.state(), ProbeState::ProbeBw);
     }
 
     #[test]
