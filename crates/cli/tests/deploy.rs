@@ -33,6 +33,28 @@ struct Harness {
 }
 
 impl Harness {
+    /// The test topology, with namespaces `<tag><pid>-…` (root needed: CI runs as root).
+    fn up(tag: &str) -> Self {
+        assert!(
+            std::fs::read_to_string("/proc/self/status").is_ok_and(|s| s
+                .lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))),
+            "the deployment test needs root (CI runs it as root)"
+        );
+        let h = Self {
+            prefix: format!("{tag}{}", std::process::id()),
+            children: Vec::new(),
+            emu: None,
+        };
+        let up = h.topology("up");
+        assert!(
+            up.status.success(),
+            "topology.sh up: {}",
+            String::from_utf8_lossy(&up.stderr)
+        );
+        h
+    }
+
     fn ns(&self, role: &str) -> String {
         format!("{}-{role}", self.prefix)
     }
@@ -526,26 +548,10 @@ fn counted_across_the_hop(what: &str, sent: f64, count: impl Fn() -> f64) -> f64
 #[test]
 fn the_daemons_over_the_test_topology() {
     let _turn = DAEMON_TESTS.lock().unwrap_or_else(|e| e.into_inner());
-    assert!(
-        std::fs::read_to_string("/proc/self/status").is_ok_and(|s| s
-            .lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))),
-        "the deployment test needs root (CI runs it as root)"
-    );
     // Before the harness: dropped after it, so the emulator (stopped by the harness's drop)
     // can still write its summary there.
     let dir = tempfile::tempdir().unwrap();
-    let mut h = Harness {
-        prefix: format!("spe{}", std::process::id()),
-        children: Vec::new(),
-        emu: None,
-    };
-    let up = h.topology("up");
-    assert!(
-        up.status.success(),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
-    );
+    let mut h = Harness::up("spe");
     let emu = start_emu(&h, &dir.path().join("emu"));
     h.emu = Some(emu);
     wait_for_ping(&h);
@@ -765,26 +771,10 @@ fn the_daemons_over_the_test_topology() {
 #[test]
 fn tunnel_spoof_and_supercharger_daemons_over_the_test_topology() {
     let _turn = DAEMON_TESTS.lock().unwrap_or_else(|e| e.into_inner());
-    assert!(
-        std::fs::read_to_string("/proc/self/status").is_ok_and(|s| s
-            .lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))),
-        "the deployment test needs root (CI runs it as root)"
-    );
     // Before the harness: dropped after it, so the emulator (stopped by the harness's drop)
     // can still write its summary there.
     let dir = tempfile::tempdir().unwrap();
-    let mut h = Harness {
-        prefix: format!("spf{}", std::process::id()),
-        children: Vec::new(),
-        emu: None,
-    };
-    let up = h.topology("up");
-    assert!(
-        up.status.success(),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
-    );
+    let mut h = Harness::up("spf");
     let emu = start_emu(&h, &dir.path().join("emu"));
     let device = format!("satpep{}", emu.id());
     h.emu = Some(emu);
@@ -1033,24 +1023,10 @@ fn accel_config(dir: &Path, file: &str, name: &str, edits: &[&str]) -> PathBuf {
 #[test]
 fn accelerated_pep_over_the_test_topology() {
     let _turn = DAEMON_TESTS.lock().unwrap_or_else(|e| e.into_inner());
-    assert!(
-        std::fs::read_to_string("/proc/self/status").is_ok_and(|s| s
-            .lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))),
-        "the deployment test needs root (CI runs it as root)"
-    );
+    // Before the harness: dropped after it, so the emulator (stopped by the harness's drop)
+    // can still write its summary there.
     let dir = tempfile::tempdir().unwrap();
-    let mut h = Harness {
-        prefix: format!("spa{}", std::process::id()),
-        children: Vec::new(),
-        emu: None,
-    };
-    let up = h.topology("up");
-    assert!(
-        up.status.success(),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
-    );
+    let mut h = Harness::up("spa");
     let emu = start_emu_with(
         &h,
         &dir.path().join("emu"),

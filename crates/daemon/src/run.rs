@@ -79,19 +79,20 @@ pub fn cleanup(
     Ok(done)
 }
 
-/// Run the daemon until SIGINT, SIGTERM or SIGHUP (which stops it too; it does not reload).
-pub fn run(
+/// What every engine finds out before it changes anything.
+pub(crate) struct Prepared {
+    pub name: String,
+    pub interfaces: Vec<String>,
+    pub plan: RoutingPlan,
+    pub file: std::path::PathBuf,
+}
+
+/// Undo what a predecessor left, and resolve the interfaces.
+pub(crate) fn prepare(
     config: &DaemonConfig,
     role: Role,
     opts: &RunOptions,
-    ready: impl FnOnce(&Status),
-) -> Result<(), DaemonError> {
-    if config.accel().is_some() {
-        return crate::accel::run(config, role, opts, ready);
-    }
-    if config.kernel_split().is_some() {
-        return crate::kernel::run(config, role, opts, ready);
-    }
+) -> Result<Prepared, DaemonError> {
     let name = config.instance(role);
     for done in cleanup(config, role, opts)? {
         info!(instance = %name, "{done}");
@@ -106,6 +107,33 @@ pub fn run(
     let mut plan = RoutingPlan::new(config, &name);
     plan.interfaces = interfaces.clone();
     let file = state::path(&opts.state_dir, &name);
+    Ok(Prepared {
+        name,
+        interfaces,
+        plan,
+        file,
+    })
+}
+
+/// Run the daemon until SIGINT, SIGTERM or SIGHUP (which stops it too; it does not reload).
+pub fn run(
+    config: &DaemonConfig,
+    role: Role,
+    opts: &RunOptions,
+    ready: impl FnOnce(&Status),
+) -> Result<(), DaemonError> {
+    if config.accel().is_some() {
+        return crate::accel::run(config, role, opts, ready);
+    }
+    if config.kernel_split().is_some() {
+        return crate::kernel::run(config, role, opts, ready);
+    }
+    let Prepared {
+        name,
+        interfaces,
+        plan,
+        file,
+    } = prepare(config, role, opts)?;
 
     // Signals first: a SIGTERM during set-up must still lead to the teardown below.
     let signals = SignalPipe::install().map_err(DaemonError::Io)?;

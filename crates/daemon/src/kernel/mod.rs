@@ -48,7 +48,7 @@ use tracing::{debug, info, warn};
 use crate::config::{DaemonConfig, Role, SplitEngineConfig};
 use crate::metrics::MetricsServer;
 use crate::routing::{ip_batch, run_stdin, RoutingPlan};
-use crate::run::{cleanup, RunOptions, Status, Teardown};
+use crate::run::{prepare, Prepared, RunOptions, Status, Teardown};
 use crate::state::{self, State};
 use crate::DaemonError;
 use relay::{Conn, Leg, Moved, Step};
@@ -259,43 +259,6 @@ pub fn run(
     drop(listeners);
     guard.run()?;
     Ok(())
-}
-
-/// What the engines that intercept with TPROXY (kernel split, accelerated PEP) find out before
-/// they change anything.
-pub(crate) struct Prepared {
-    pub name: String,
-    pub interfaces: Vec<String>,
-    pub plan: RoutingPlan,
-    pub file: std::path::PathBuf,
-}
-
-/// Undo what a predecessor left, and resolve the interfaces.
-pub(crate) fn prepare(
-    config: &DaemonConfig,
-    role: Role,
-    opts: &RunOptions,
-) -> Result<Prepared, DaemonError> {
-    let name = config.instance(role);
-    for done in cleanup(config, role, opts)? {
-        info!(instance = %name, "{done}");
-    }
-    let present: Vec<String> = std::fs::read_dir("/sys/class/net")
-        .map_err(DaemonError::Io)?
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    let interfaces = crate::config::resolve_interfaces(&config.interfaces, &present)
-        .map_err(DaemonError::Setup)?;
-    let mut plan = RoutingPlan::new(config, &name);
-    plan.interfaces = interfaces.clone();
-    let file = state::path(&opts.state_dir, &name);
-    Ok(Prepared {
-        name,
-        interfaces,
-        plan,
-        file,
-    })
 }
 
 /// Record, then change, the sysctls; add the rules and the nftables table. The guard takes
