@@ -8,8 +8,8 @@
 # Modes (names for ONLY):
 #   nopep-cubic, nopep-bbr     no PEP, the server's sockets on CUBIC / BBR
 #   kernel-bbr                 the kernel split engine at the gateway, satellite leg BBR
-#   pepsal                     PEPsal 2.0.2 at the gateway (bench/peers/pepsal-gateway.sh;
-#                              skipped with a note when that script is absent)
+#   pepsal                     PEPsal 2.0.2 at the gateway (bench/peers/pepsal-gateway.sh
+#                              builds it from PEPSAL_SRC; a row says so when it cannot)
 #   accel                      the accelerated PEP (term-accel.toml + gw-accel.toml), rate mode
 #   accel-per1e-2              the same with PER 1e-2 on the hop both ways
 #   accel-ret64k               the same with a 64 kb/s return link (configured as such)
@@ -61,10 +61,17 @@ one nopep-cubic MODE="no PEP, server CUBIC" CC=cubic
 one nopep-bbr MODE="no PEP, server BBR" CC=bbr
 one kernel-bbr MODE="kernel split engine, satellite leg BBR" \
     GATEWAY_CMD="$SATPEP gateway --config $HERE/gw-kernel-bbr.toml"
-if [ -f "$ROOT/bench/peers/pepsal-gateway.sh" ]; then
-    one pepsal MODE="PEPsal 2.0.2, integrated mode at the gateway" \
-        GATEWAY_CMD="sh $ROOT/bench/peers/pepsal-gateway.sh run"
-fi
+case " $ONLY " in
+*" pepsal "*)
+    # Built once before the run (PEPsal's source: PEPSAL_SRC, see the script).
+    if sh "$ROOT/bench/peers/pepsal-gateway.sh" build >"$OUT/pepsal-build.log" 2>&1; then
+        one pepsal MODE="PEPsal 2.0.2, integrated mode at the gateway" \
+            GATEWAY_CMD="exec sh $ROOT/bench/peers/pepsal-gateway.sh run"
+    else
+        echo "| PEPsal 2.0.2 | not built: see $OUT/pepsal-build.log | | | | |" >>"$OUT/rows.md"
+    fi
+    ;;
+esac
 accel_cmds "$HERE/term-accel.toml" "$HERE/gw-accel.toml"
 one accel MODE="accelerated PEP, rate mode" TERMINAL_CMD="$TERM_CMD" GATEWAY_CMD="$GW_CMD"
 one accel-per1e-2 MODE="accelerated PEP, rate mode, PER 1e-2" TERMINAL_CMD="$TERM_CMD" \

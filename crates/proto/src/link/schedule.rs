@@ -100,7 +100,7 @@ impl DeliveryTrace {
             }
             let Some(t) = parse_ms_integer(word) else {
                 return err(format!(
-                    "expected a timestamp in whole milliseconds (0 to {MAX_TRACE_MS}), got `{}`",
+                    "expected a timestamp in whole milliseconds (0 to {MAX_TRACE_MS}), got {}",
                     shown(word)
                 ));
             };
@@ -223,9 +223,13 @@ impl StepTrace {
                 .filter(|f| !f.is_empty());
             let (Some(time), Some(value), None) = (fields.next(), fields.next(), fields.next())
             else {
+                let n = content
+                    .split(|c: char| c == ',' || c.is_whitespace())
+                    .filter(|f| !f.is_empty())
+                    .count();
+                let plural = if n == 1 { "" } else { "s" };
                 return err(format!(
-                    "expected `TIME_MS VALUE` (two numbers), got `{}`",
-                    shown(content)
+                    "expected `TIME_MS VALUE` (two numbers), got {n} field{plural}"
                 ));
             };
             let Some(t) = parse_decimal(time)
@@ -233,7 +237,7 @@ impl StepTrace {
                 .map(|ms| Instant((ms * NS_PER_MS as f64).round() as u64))
             else {
                 return err(format!(
-                    "expected a time in milliseconds (0 to {MAX_TRACE_MS}), got `{}`",
+                    "expected a time in milliseconds (0 to {MAX_TRACE_MS}), got {}",
                     shown(time)
                 ));
             };
@@ -245,7 +249,7 @@ impl StepTrace {
                         StepKind::DelayMs => "a one-way delay in milliseconds (0 to 3600000)",
                         StepKind::Probability => "a loss probability in [0, 1]",
                     };
-                    return err(format!("expected {expected}, got `{}`", shown(value)));
+                    return err(format!("expected {expected}, got {}", shown(value)));
                 }
             };
             if let Some(&(prev, _)) = steps.last() {
@@ -597,17 +601,28 @@ fn parse_decimal(word: &str) -> Option<f64> {
         .filter(|v| v.is_finite())
 }
 
-/// What a message may quote of a line: control characters escaped, cut at 40 characters.
+/// What a message may quote of a field: only what looks like a number (digits, signs, a
+/// decimal point, an exponent, `inf`, `nan`), at most 24 characters. A trace path may name any
+/// file (a scenario someone else wrote could point at `/etc/shadow`), so anything else is
+/// described, never quoted.
 fn shown(word: &str) -> String {
-    let mut out: String = word
-        .chars()
-        .take(40)
-        .flat_map(char::escape_default)
-        .collect();
-    if word.chars().count() > 40 {
-        out.push('…');
+    let numeric = word.len() <= 24
+        && !word.is_empty()
+        && word.chars().all(|c| {
+            c.is_ascii_digit()
+                || matches!(
+                    c.to_ascii_lowercase(),
+                    '.' | '+' | '-' | 'e' | 'i' | 'n' | 'f' | 'a'
+                )
+        });
+    if numeric {
+        format!("`{word}`")
+    } else {
+        format!(
+            "a field of {} characters that is not a number (not quoted)",
+            word.chars().count()
+        )
     }
-    out
 }
 
 /// The body of the `link_trace` fuzz target, shared with a stable test.

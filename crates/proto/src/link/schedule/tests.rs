@@ -128,7 +128,12 @@ fn mahimahi_parse_errors_name_the_line() {
         ("1\n99999999999\n", 2, "whole milliseconds"),
         ("0\n0\n", 2, "above 0 ms"),
         ("", 1, "no timestamps"),
-        ("1\n\u{1b}[2J\n", 2, "`\\u{1b}[2J`"),
+        (
+            "1\n\u{1b}[2J\n",
+            2,
+            "a field of 4 characters that is not a number (not quoted)",
+        ),
+        ("1\n2.5\n", 2, "got `2.5`"),
     ];
     for (text, line, words) in cases {
         let e = DeliveryTrace::parse_mahimahi(text).unwrap_err();
@@ -136,6 +141,30 @@ fn mahimahi_parse_errors_name_the_line() {
         assert!(e.message.contains(words), "{text:?}: {e}");
         assert!(!e.message.contains('\u{1b}'), "{e}");
     }
+}
+
+/// Issue 36 (8): a trace path may name any file; an error quotes nothing of a line that is
+/// not a trace's (here the first entry of a shadow file), only its number and shape.
+#[test]
+fn errors_quote_no_line_that_is_not_a_trace() {
+    let secret = "root:$6$Xq9Zl0Ab$Kq0CNsecretHASHvalue0123456789abcdef:19700:0:99999:7:::";
+    let text = format!("{secret}\nbin:*:19700:0:99999:7:::\n");
+    let e = DeliveryTrace::parse_mahimahi(&text).unwrap_err();
+    assert_eq!(e.line, 1);
+    let step = StepTrace::parse(&text, StepKind::DelayMs).unwrap_err();
+    for msg in [e.to_string(), step.to_string()] {
+        assert!(
+            !msg.contains("root") && !msg.contains("Xq9") && !msg.contains("secret"),
+            "{msg}"
+        );
+    }
+    let two = StepTrace::parse("0 10\nuser:pass\n", StepKind::DelayMs).unwrap_err();
+    assert!(!two.to_string().contains("pass"), "{two}");
+    let three = StepTrace::parse("0 10\nuser pass word\n", StepKind::DelayMs).unwrap_err();
+    assert!(
+        three.to_string().contains("got 3 fields") && !three.to_string().contains("pass"),
+        "{three}"
+    );
 }
 
 #[test]
@@ -376,8 +405,9 @@ fn step_parse_errors_name_the_line() {
         ("0 -1\n", StepKind::DelayMs, 1, "one-way delay"),
         ("0 1.5\n", StepKind::Probability, 1, "[0, 1]"),
         ("x 1\n", StepKind::Probability, 1, "time in milliseconds"),
-        ("0 nan\n", StepKind::Probability, 1, "[0, 1]"),
+        ("0 nan\n", StepKind::Probability, 1, "[0, 1], got `nan`"),
         ("\n# only comments\n", StepKind::Probability, 1, "no steps"),
+        ("0 10\n5\n", StepKind::DelayMs, 2, "got 1 field"),
     ];
     for (text, kind, line, words) in cases {
         let e = StepTrace::parse(text, kind).unwrap_err();
