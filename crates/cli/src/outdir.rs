@@ -89,8 +89,8 @@ const OUTPUT_EXTENSIONS: [&str; 6] = ["csv", "json", "pcapng", "png", "svg", "lo
 
 /// Collects into `foreign` (as paths relative to the results folder) every entry under
 /// `path` that satpep does not write: anything but the marker, a regular file with one of
-/// [`OUTPUT_EXTENSIONS`] or a visible folder of such files (symbolic links included, since
-/// satpep never makes one).
+/// [`OUTPUT_EXTENSIONS`] (or an atomic write's `.NAME.tmp` of one) or a visible folder of such
+/// files (symbolic links included, since satpep never makes one).
 fn find_foreign(path: &Path, shown: &str, foreign: &mut Vec<String>) -> io::Result<()> {
     let meta = fs::symlink_metadata(path)?;
     let name = path
@@ -107,12 +107,18 @@ fn find_foreign(path: &Path, shown: &str, foreign: &mut Vec<String>) -> io::Resu
         }
         return Ok(());
     }
+    let of_output_kind = |n: &str| {
+        Path::new(n)
+            .extension()
+            .is_some_and(|x| OUTPUT_EXTENSIONS.iter().any(|o| x == *o))
+    };
+    // `.summary.json.tmp`: what an atomic write left behind when the run was killed.
+    let temporary = name
+        .strip_prefix('.')
+        .and_then(|n| n.strip_suffix(".tmp"))
+        .is_some_and(of_output_kind);
     let output = meta.is_file()
-        && (name == MARKER
-            || (!name.starts_with('.')
-                && Path::new(&*name)
-                    .extension()
-                    .is_some_and(|x| OUTPUT_EXTENSIONS.iter().any(|o| x == *o))));
+        && (name == MARKER || temporary || (!name.starts_with('.') && of_output_kind(&name)));
     if !output {
         foreign.push(shown.to_string());
     }
@@ -211,7 +217,9 @@ mod tests {
         let err = prepare(&marked, true).unwrap_err();
         assert!(err.contains("(flows.csv)"), "{err}");
         fs::remove_file(marked.join("flows.csv")).unwrap();
-        // With only satpep's own kinds of file left, it is replaced.
+        // With only satpep's own kinds of file left (a killed run's temporary included), it
+        // is replaced.
+        fs::write(marked.join("run-000/.summary.json.tmp"), "{").unwrap();
         prepare(&marked, true).unwrap();
         assert_eq!(names(&marked), [MARKER]);
         assert_eq!(

@@ -178,8 +178,24 @@ fn a_used_out_folder_is_refused_unless_forced() {
     );
     let mut forced = o5.to_vec();
     forced.push("--force");
+    // A file satpep did not write stops --force too, and nothing is removed (issue 36).
+    let o = run(&forced);
+    assert_eq!(o.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("did not write (notes.txt)"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("notes.txt")).unwrap(),
+        "stale"
+    );
+    assert_eq!(json(&out.join("summary.json"))["sim_time_s"], first);
+    // Only satpep's own kinds of file: --force replaces them.
+    std::fs::remove_file(out.join("notes.txt")).unwrap();
+    std::fs::write(out.join("old_flows.csv"), "stale").unwrap();
     assert!(run(&forced).status.success());
-    assert!(!out.join("notes.txt").exists(), "--force clears the folder");
+    assert!(
+        !out.join("old_flows.csv").exists(),
+        "--force clears the folder"
+    );
     assert_eq!(json(&out.join("summary.json"))["sim_time_s"], 5.0);
 }
 

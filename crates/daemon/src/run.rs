@@ -56,16 +56,33 @@ pub fn cleanup(
     let plan = RoutingPlan::new(config, &name);
     let file = state::path(&opts.state_dir, &name);
     let mut done = Vec::new();
-    if let Some(old) = state::read(&file).map_err(DaemonError::Io)? {
-        if old.pid != std::process::id() && state::is_live_satpep(old.pid) {
-            return Err(DaemonError::Running(name, old.pid));
+    match state::read_checked(&file).map_err(DaemonError::Io)? {
+        state::Found::Nothing => {}
+        state::Found::SetAside(aside, why) => done.push(format!(
+            "the state file was damaged ({why}): set aside as {}; nothing restored from it",
+            aside.display()
+        )),
+        state::Found::State {
+            state: old,
+            refused,
+        } => {
+            if old.pid != std::process::id() && state::is_live_satpep(old.pid) {
+                return Err(DaemonError::Running(name, old.pid));
+            }
+            for (key, value) in &refused {
+                done.push(format!(
+                    "refused to restore `{}` = `{}` from the state file: not a sysctl satpep changes",
+                    key.escape_debug(),
+                    value.escape_debug()
+                ));
+            }
+            for (key, value) in &old.restore {
+                state::write_sysctl(key, value).map_err(DaemonError::Io)?;
+                done.push(format!("restored {key} = {value}"));
+            }
+            std::fs::remove_file(&file).map_err(DaemonError::Io)?;
+            done.push(format!("removed the state of pid {}", old.pid));
         }
-        for (key, value) in &old.restore {
-            state::write_sysctl(key, value).map_err(DaemonError::Io)?;
-            done.push(format!("restored {key} = {value}"));
-        }
-        std::fs::remove_file(&file).map_err(DaemonError::Io)?;
-        done.push(format!("removed the state of pid {}", old.pid));
     }
     let before = plan.installed_rules().len();
     let table = plan.has_nft_table();

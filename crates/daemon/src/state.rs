@@ -56,6 +56,58 @@ pub fn read(file: &Path) -> io::Result<Option<State>> {
     }
 }
 
+/// The sysctls a state file may ask to restore: exactly those a daemon changes
+/// ([`global_changes`]). Anything else in a `restore` list (another `/proc/sys` path, a `..`)
+/// was not written by a daemon and is never applied.
+pub const RESTORABLE: [&str; 1] = ["net/ipv4/ip_forward"];
+
+/// What the next start finds in a state file.
+#[derive(Debug, Eq, PartialEq)]
+pub enum Found {
+    /// No file: nothing to undo.
+    Nothing,
+    /// A predecessor's state; `refused` lists the entries of its `restore` list that are not
+    /// [`RESTORABLE`] or whose value is not a number (they are left out of `state`).
+    State {
+        /// What may be applied.
+        state: State,
+        /// What was left out, as written.
+        refused: Vec<(String, String)>,
+    },
+    /// A file that is not a state file (damaged, empty, foreign): it was renamed to the path
+    /// given, so that neither this start nor `--cleanup` stops on it again.
+    SetAside(PathBuf, String),
+}
+
+/// Read the state file of a predecessor for the next start or `--cleanup`: checked against
+/// [`RESTORABLE`], and a damaged one set aside (renamed `<file>.damaged`) instead of stopping
+/// every later start (a crash loop under `Restart=always`).
+pub fn read_checked(file: &Path) -> io::Result<Found> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Found::Nothing),
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => String::new(),
+        Err(e) => return Err(e),
+    };
+    match serde_json::from_str::<State>(&text) {
+        Ok(mut state) => {
+            let (ok, refused): (Vec<_>, Vec<_>) = state.restore.drain(..).partition(|(k, v)| {
+                RESTORABLE.contains(&k.as_str())
+                    && !v.is_empty()
+                    && v.len() <= 20
+                    && v.bytes().all(|b| b.is_ascii_digit())
+            });
+            state.restore = ok;
+            Ok(Found::State { state, refused })
+        }
+        Err(e) => {
+            let aside = file.with_extension("json.damaged");
+            std::fs::rename(file, &aside)?;
+            Ok(Found::SetAside(aside, e.to_string()))
+        }
+    }
+}
+
 /// Write `state` atomically (a temporary file renamed over the old one).
 pub fn write(file: &Path, state: &State) -> io::Result<()> {
     if let Some(dir) = file.parent() {
@@ -119,6 +171,47 @@ pub fn global_changes(ip_forward: &str) -> Vec<(String, String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_state_file_restores_only_the_daemons_own_sysctls_and_a_damaged_one_is_set_aside() {
+        // Issue 36 (6): the restore list was applied unchecked (any /proc/sys path, `..`), and
+        // a damaged or empty file stopped both start and --cleanup.
+        let dir = tempfile::tempdir().unwrap();
+        let file = path(dir.path(), "gw");
+        assert_eq!(read_checked(&file).unwrap(), Found::Nothing);
+        std::fs::write(
+            &file,
+            r#"{"pid": 7, "restore": [["net/ipv4/ip_forward", "0"],
+               ["kernel/core_pattern", "|/tmp/x"], ["net/ipv4/../../kernel/modprobe", "/tmp/m"],
+               ["net/ipv4/ip_forward", "1; rm"]]}"#,
+        )
+        .unwrap();
+        let Found::State { state, refused } = read_checked(&file).unwrap() else {
+            panic!("a state");
+        };
+        assert_eq!(state.pid, 7);
+        assert_eq!(
+            state.restore,
+            vec![("net/ipv4/ip_forward".into(), "0".into())]
+        );
+        assert_eq!(refused.len(), 3, "{refused:?}");
+        for damaged in ["", "{", "\u{0}\u{1}", "[1, 2]", "{\"pid\": \"x\"}"] {
+            std::fs::write(&file, damaged).unwrap();
+            let Found::SetAside(aside, why) = read_checked(&file).unwrap() else {
+                panic!("{damaged:?} was read as a state");
+            };
+            assert!(!file.exists() && aside.exists(), "{damaged:?}");
+            assert!(!why.is_empty());
+            assert_eq!(
+                read_checked(&file).unwrap(),
+                Found::Nothing,
+                "the next start goes on"
+            );
+        }
+        // Bytes that are not UTF-8 are damaged too.
+        std::fs::write(&file, [0xff, 0xfe, 0x00]).unwrap();
+        assert!(matches!(read_checked(&file).unwrap(), Found::SetAside(..)));
+    }
 
     #[test]
     fn only_what_differs_is_changed_and_the_old_value_kept() {
