@@ -840,7 +840,10 @@ fn one_line(e: &toml::de::Error) -> String {
 /// 1-based line of byte offset `span.start`.
 fn line_at(text: &str, span: Option<std::ops::Range<usize>>) -> Option<usize> {
     let start = span?.start.min(text.len());
-    Some(text[..start].bytes().filter(|&b| b == b'\n').count() + 1)
+    // An error at the very end (an unterminated string) is the last line's, not the empty
+    // one after the final newline (found by the daemon_config fuzz target).
+    let line = text[..start].bytes().filter(|&b| b == b'\n').count() + 1;
+    Some(line.min(text.lines().count().max(1)))
 }
 
 /// The line where the last named segment of dotted `key` is written (as `seg =` or a table
@@ -890,6 +893,32 @@ fn find_key(text: &str, key: &str) -> Option<usize> {
         }
     }
     found
+}
+
+/// The body of the `daemon_config` fuzz target, and of the test that runs its corpus.
+pub mod fuzzing {
+    use super::*;
+
+    /// Arbitrary bytes as a configuration file: it parses (and describes itself for both
+    /// roles, as `--check` does) or gives an error naming the file and, if a line, one of its
+    /// lines.
+    pub fn config_input(data: &[u8]) {
+        let Ok(text) = std::str::from_utf8(data) else {
+            return;
+        };
+        match DaemonConfig::parse(text, Path::new("fuzz.toml")) {
+            Ok(c) => {
+                let _ = crate::describe(&c, Role::Gateway);
+                let _ = crate::describe(&c, Role::Terminal);
+            }
+            Err(e) => {
+                assert_eq!(e.file, Path::new("fuzz.toml"));
+                if let Some(line) = e.line {
+                    assert!(line >= 1 && line <= text.lines().count().max(1), "{e}");
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1005,6 +1034,24 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.key, "routing.table", "{e}");
+    }
+
+    #[test]
+    fn the_fuzz_corpus_runs_clean() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/daemon_config");
+        let mut n = 0;
+        for f in std::fs::read_dir(dir).unwrap().flatten() {
+            fuzzing::config_input(&std::fs::read(f.path()).unwrap());
+            n += 1;
+        }
+        assert!(n >= 10, "{n} files");
+    }
+
+    #[test]
+    fn a_syntax_error_at_the_end_of_the_file_names_its_last_line() {
+        let text = "interfaces = [\"a\"]\n[metrics]\nlisten = \"\"\"\"127.0.0.1:9464\"\n";
+        let e = parse(text).unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("(syntax)", Some(3)), "{e}");
     }
 
     #[test]

@@ -179,7 +179,7 @@ mod tests {
     #[test]
     fn every_corpus_runs_clean() {
         type Body = fn(&[u8]);
-        let bodies: [(&str, Body); 7] = [
+        let bodies: [(&str, Body); 8] = [
             ("middleboxes", middleboxes),
             ("wire_ipv4_tcp", crate::wire::fuzzing::ipv4_tcp),
             ("vj_decompress", crate::vj::fuzzing::vj_decompress),
@@ -187,6 +187,7 @@ mod tests {
             ("real_packets", crate::pep::fuzzing::real_packets),
             ("tunnel", crate::tunnel::fuzzing::decapsulate_input),
             ("link_trace", crate::link::schedule::fuzzing::trace_input),
+            ("accel_header", crate::accel::header::fuzzing::header_input),
         ];
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
         let mut targets = 0;
@@ -195,8 +196,9 @@ mod tests {
             .flatten()
         {
             let name = dir.file_name().to_string_lossy().into_owned();
-            // satpep-scenario's tests run the loader's corpus, satpep-emu's the TUN intake's.
-            if name == "scenario_load" || name == "tun_intake" {
+            // satpep-scenario's tests run the loader's corpus, satpep-emu's the TUN intake's,
+            // satpep-daemon's the daemon configuration's.
+            if name == "scenario_load" || name == "tun_intake" || name == "daemon_config" {
                 continue;
             }
             let body = bodies
