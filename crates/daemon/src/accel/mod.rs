@@ -721,14 +721,7 @@ fn render(name: &str, role: Role, s: &Stats) -> String {
         p += &format!("# HELP {metric} {help}\n# TYPE {metric} {kind}\n{metric}{{{l}}} {v}\n");
     }
     p += "# HELP satpep_accel_resets_total Streams reset, by reason.\n# TYPE satpep_accel_resets_total counter\n";
-    for r in [
-        Reset::Reset,
-        Reset::Refused,
-        Reset::TimedOut,
-        Reset::NotAllowed,
-        Reset::OverLimit,
-        Reset::BadHeader,
-    ] {
+    for r in Reset::ALL {
         p += &format!(
             "satpep_accel_resets_total{{{l},reason=\"{}\"}} {}\n",
             r.name(),

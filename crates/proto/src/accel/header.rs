@@ -105,6 +105,16 @@ pub enum Reset {
 }
 
 impl Reset {
+    /// Every code, in order.
+    pub const ALL: [Self; 6] = [
+        Self::Reset,
+        Self::Refused,
+        Self::TimedOut,
+        Self::NotAllowed,
+        Self::OverLimit,
+        Self::BadHeader,
+    ];
+
     /// The code's name, for logs and metrics.
     pub fn name(self) -> &'static str {
         match self {
@@ -204,14 +214,7 @@ mod tests {
 
     #[test]
     fn reset_codes_round_trip_and_unknown_ones_are_plain_resets() {
-        for r in [
-            Reset::Reset,
-            Reset::Refused,
-            Reset::TimedOut,
-            Reset::NotAllowed,
-            Reset::OverLimit,
-            Reset::BadHeader,
-        ] {
+        for r in Reset::ALL {
             assert_eq!(Reset::from_code(r as u64), r, "{}", r.name());
         }
         assert_eq!(Reset::from_code(0), Reset::Reset);
