@@ -12,7 +12,7 @@ use crate::config::{DaemonConfig, Role};
 use crate::egress::{self, EgressTable};
 use crate::metrics::{render, MetricsServer};
 use crate::pipeline::Pipeline;
-use crate::routing::{ip_batch, sh, RoutingPlan};
+use crate::routing::{ip_batch, run_stdin, sh, RoutingPlan};
 use crate::state::{self, State};
 use crate::DaemonError;
 
@@ -132,6 +132,45 @@ pub(crate) fn prepare(
     })
 }
 
+/// Record, then change, the sysctls; add the rules and the nftables table. The guard takes
+/// them out again (explicitly, or on an error return by drop).
+pub(crate) fn install(
+    plan: &RoutingPlan,
+    file: &std::path::Path,
+    name: &str,
+) -> Result<Teardown, DaemonError> {
+    let ip_forward = state::read_sysctl("net/ipv4/ip_forward").map_err(DaemonError::Io)?;
+    let changes = state::global_changes(&ip_forward);
+    let st = State {
+        pid: std::process::id(),
+        restore: changes
+            .iter()
+            .map(|(k, old, _)| (k.clone(), old.clone()))
+            .collect(),
+    };
+    state::write(file, &st).map_err(DaemonError::Io)?;
+    let guard = Teardown {
+        plan: plan.clone(),
+        file: file.to_path_buf(),
+        restore: st.restore.clone(),
+        armed: true,
+    };
+    for (key, _, new) in &changes {
+        state::write_sysctl(key, new).map_err(DaemonError::Io)?;
+        info!(instance = %name, "set {key} = {new}");
+    }
+    ip_batch(&plan.install_script()).map_err(DaemonError::Setup)?;
+    if let Some(script) = plan.nft_script() {
+        run_stdin("nft", &["-f", "-"], &script).map_err(|e| {
+            DaemonError::Setup(format!(
+                "{e} (is nftables installed? apt-get install nftables)"
+            ))
+        })?;
+    }
+
+    Ok(guard)
+}
+
 /// Run the daemon until SIGINT, SIGTERM or SIGHUP (which stops it too; it does not reload).
 pub fn run(
     config: &DaemonConfig,
@@ -165,27 +204,8 @@ pub fn run(
         })
         .collect::<Result<Vec<_>, _>>()?;
 
-    // Record, then change, the machine-wide sysctls.
-    let ip_forward = state::read_sysctl("net/ipv4/ip_forward").map_err(DaemonError::Io)?;
-    let changes = state::global_changes(&ip_forward);
-    let st = State {
-        pid: std::process::id(),
-        restore: changes
-            .iter()
-            .map(|(k, old, _)| (k.clone(), old.clone()))
-            .collect(),
-    };
-    state::write(&file, &st).map_err(DaemonError::Io)?;
-    let mut guard = Teardown {
-        plan: plan.clone(),
-        file: file.clone(),
-        restore: st.restore.clone(),
-        armed: true,
-    };
-    for (k, _, new) in &changes {
-        state::write_sysctl(k, new).map_err(DaemonError::Io)?;
-        info!(instance = %name, "set {k} = {new}");
-    }
+    // The TUN devices' own sysctls (they vanish with the devices: nothing to record), then
+    // the machine-wide ones, recorded first, and the rules.
     for (k, v) in plan.sysctls().iter().skip(1) {
         // IPv6 may be absent from the kernel: only the IPv4 settings are required.
         if let Err(e) = state::write_sysctl(k, v) {
@@ -194,7 +214,7 @@ pub fn run(
             }
         }
     }
-    ip_batch(&plan.install_script()).map_err(DaemonError::Setup)?;
+    let mut guard = install(&plan, &file, &name)?;
 
     let mut metrics = match config.metrics.listen {
         Some(addr) => Some(

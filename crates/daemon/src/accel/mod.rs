@@ -51,9 +51,9 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::config::{AccelConfig, AccelCongestion, DaemonConfig, Role};
-use crate::kernel::{install, raise_fd_limit, transparent_listener};
+use crate::kernel::{raise_fd_limit, transparent_listener};
 use crate::metrics::MetricsServer;
-use crate::run::{prepare, Prepared, RunOptions, Status};
+use crate::run::{install, prepare, Prepared, RunOptions, Status};
 use crate::DaemonError;
 
 pub use crate::egress::parse_prefix;

@@ -47,9 +47,7 @@ use tracing::{debug, info, warn};
 
 use crate::config::{DaemonConfig, Role, SplitEngineConfig};
 use crate::metrics::MetricsServer;
-use crate::routing::{ip_batch, run_stdin, RoutingPlan};
-use crate::run::{prepare, Prepared, RunOptions, Status, Teardown};
-use crate::state::{self, State};
+use crate::run::{install, prepare, Prepared, RunOptions, Status};
 use crate::DaemonError;
 use relay::{Conn, Leg, Moved, Step};
 
@@ -259,45 +257,6 @@ pub fn run(
     drop(listeners);
     guard.run()?;
     Ok(())
-}
-
-/// Record, then change, the sysctls; add the rules and the nftables table. The guard takes
-/// them out again (explicitly, or on an error return by drop).
-pub(crate) fn install(
-    plan: &RoutingPlan,
-    file: &std::path::Path,
-    name: &str,
-) -> Result<Teardown, DaemonError> {
-    let ip_forward = state::read_sysctl("net/ipv4/ip_forward").map_err(DaemonError::Io)?;
-    let changes = state::global_changes(&ip_forward);
-    let st = State {
-        pid: std::process::id(),
-        restore: changes
-            .iter()
-            .map(|(k, old, _)| (k.clone(), old.clone()))
-            .collect(),
-    };
-    state::write(file, &st).map_err(DaemonError::Io)?;
-    let guard = Teardown {
-        plan: plan.clone(),
-        file: file.to_path_buf(),
-        restore: st.restore.clone(),
-        armed: true,
-    };
-    for (key, _, new) in &changes {
-        state::write_sysctl(key, new).map_err(DaemonError::Io)?;
-        info!(instance = %name, "set {key} = {new}");
-    }
-    ip_batch(&plan.install_script()).map_err(DaemonError::Setup)?;
-    if let Some(script) = plan.nft_script() {
-        run_stdin("nft", &["-f", "-"], &script).map_err(|e| {
-            DaemonError::Setup(format!(
-                "{e} (is nftables installed? apt-get install nftables)"
-            ))
-        })?;
-    }
-
-    Ok(guard)
 }
 
 /// How often idle connections are looked for.
