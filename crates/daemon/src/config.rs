@@ -177,22 +177,9 @@ pub struct AccelConfig {
     pub max_streams: u32,
 }
 
-/// `[split.accel] congestion`.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq)]
-#[serde(rename_all = "snake_case")]
-pub enum AccelCongestion {
-    /// `satpep_proto::accel::cc::SatRate`.
-    #[default]
-    Rate,
-    /// `satpep_proto::accel::cc::SatProbe`.
-    Probe,
-    /// quinn's CUBIC.
-    Cubic,
-    /// quinn's BBR.
-    Bbr,
-    /// quinn's NewReno.
-    NewReno,
-}
+/// `[split.accel] congestion`: `satpep_proto::accel::transport::Congestion` (the scenario
+/// key of the simulated PEP takes the same names).
+pub use satpep_proto::accel::transport::Congestion as AccelCongestion;
 
 fn default_accel_mtu() -> u16 {
     1452

@@ -118,7 +118,7 @@ pub fn describe(config: &DaemonConfig, role: Role) -> String {
             a.forward,
             a.return_rate,
             a.rtt.as_nanos() / 1_000_000,
-            accel::tls::Identity::load(&a.certificate, &a.key)
+            accel::tls::load(&a.certificate, &a.key)
                 .map_or_else(|e| format!("unreadable ({e})"), |id| id.fingerprint()),
             a.peers.join(", "),
             match role {

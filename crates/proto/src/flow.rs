@@ -291,6 +291,11 @@ impl<S> FlowTable<S> {
         Some(&mut self[id])
     }
 
+    /// The state of flow `id`, if it is still held.
+    pub fn get_by_id_mut(&mut self, id: FlowId) -> Option<&mut S> {
+        self.entries.get_mut(id.0 as usize).map(|e| &mut e.state)
+    }
+
     /// The key of flow `id`.
     pub fn key(&self, id: FlowId) -> Option<FlowKey> {
         self.entries.get(id.0 as usize).map(|e| e.key)

@@ -45,6 +45,9 @@ pub enum MiddleboxConfig {
     /// Stateless ACK expander with optional ACK spacing (Samaraweera 1999 §6–7), at the hub;
     /// see [`crate::ack::AckExpander`].
     AckExpander(crate::ack::AckExpanderConfig),
+    /// One end (terminal or gateway) of the accelerated PEP: TCP terminated locally, carried
+    /// over one QUIC connection per terminal; see [`crate::accel::pep`].
+    Accel(Box<crate::accel::pep::AccelPepConfig>),
 }
 
 impl MiddleboxConfig {
@@ -65,7 +68,7 @@ impl MiddleboxConfig {
     pub fn arrival_ports(&self) -> Vec<(String, u16)> {
         let one = |k: &str, p: u16| vec![(k.to_owned(), p)];
         match self {
-            Self::PassThrough | Self::SplitTcp(_) => Vec::new(),
+            Self::PassThrough | Self::SplitTcp(_) | Self::Accel(_) => Vec::new(),
             Self::Supercharger(c) => one("satellite_port", c.satellite_port),
             Self::Snoop(c) => one("satellite_port", c.satellite_port),
             Self::DupackDelay(c) => c.port.map_or_else(Vec::new, |p| one("port", p)),
@@ -103,6 +106,7 @@ impl MiddleboxConfig {
                 .enumerate()
                 .try_for_each(|(i, e)| e.validate().map_err(|m| format!("elements.{i}.{m}"))),
             Self::AckExpander(c) => c.validate(),
+            Self::Accel(c) => c.validate(),
         }
     }
 }
@@ -129,6 +133,8 @@ pub enum Middlebox {
     Chain(Box<crate::chain::Chain>),
     /// See [`MiddleboxConfig::AckExpander`].
     AckExpander(Box<crate::ack::AckExpander>),
+    /// See [`MiddleboxConfig::Accel`].
+    Accel(Box<crate::accel::pep::AccelPep>),
 }
 
 impl Middlebox {
@@ -157,6 +163,13 @@ impl Middlebox {
             }
             MiddleboxConfig::AckExpander(c) => {
                 Self::AckExpander(Box::new(crate::ack::AckExpander::new(c)))
+            }
+            MiddleboxConfig::Accel(c) => {
+                let mut rng = rng;
+                Self::Accel(Box::new(crate::accel::pep::AccelPep::new(
+                    (**c).clone(),
+                    rng.next_u64(),
+                )))
             }
         }
     }
@@ -201,6 +214,7 @@ impl Middlebox {
             Self::IpipTunnel(_) => "ipip_tunnel",
             Self::Chain(_) => "chain",
             Self::AckExpander(_) => "ack_expander",
+            Self::Accel(_) => "accel",
         }
     }
 
@@ -235,6 +249,24 @@ impl Middlebox {
             Self::AckExpander(m) => counters!(m.stats();
                 decapsulated, compacted, regenerated, unknown_source, malformed, spaced_normal,
                 clipped, spacing_flows_refused, spacing_queue_drops),
+            Self::Accel(m) => {
+                let s = m.stats();
+                let mut v = counters!(s;
+                    connections, open, bytes_up, bytes_down, quic_connections, quic_lost,
+                    quic_sent, quic_received, unaccelerated, passed_through, malformed);
+                use crate::accel::header::Reset;
+                for (name, r) in [
+                    ("resets_reset", Reset::Reset),
+                    ("resets_refused", Reset::Refused),
+                    ("resets_timed_out", Reset::TimedOut),
+                    ("resets_not_allowed", Reset::NotAllowed),
+                    ("resets_over_limit", Reset::OverLimit),
+                    ("resets_bad_header", Reset::BadHeader),
+                ] {
+                    v.push((name, s.resets[r as usize]));
+                }
+                v
+            }
             Self::Chain(c) => {
                 return c
                     .elements()
@@ -300,6 +332,7 @@ impl Middlebox {
         match self {
             Self::SplitTcp(m) => Some(m.connections() as u64),
             Self::Spoof(m) => Some(m.ccb_count() as u64),
+            Self::Accel(m) => Some(m.stats().open),
             Self::Chain(c) => c
                 .elements()
                 .iter()
@@ -324,6 +357,7 @@ macro_rules! dispatch {
             Middlebox::IpipTunnel($m) => $body,
             Middlebox::Chain($m) => $body,
             Middlebox::AckExpander($m) => $body,
+            Middlebox::Accel($m) => $body,
         }
     };
 }
@@ -405,6 +439,7 @@ mod tests {
             "kind = \"ipip_tunnel\"\nlocal = \"1.1.1.1\"\nremote = \"2.2.2.2\"",
             "kind = \"ack_expander\"\ncompactors = [\"3.3.3.3\"]",
             "kind = \"chain\"\nelements = []",
+            "kind = \"accel\"\nrole = \"gateway\"\naddress = \"1.1.1.1\"\nforward = \"20Mbps\"\nreturn = \"2Mbps\"\nrtt = \"600ms\"",
         ];
         for toml in cases {
             let m = build(toml);
@@ -418,6 +453,14 @@ mod tests {
                 Middlebox::Spoof(x) => fields(x.stats()),
                 Middlebox::IpipTunnel(x) => fields(x.stats()),
                 Middlebox::AckExpander(x) => fields(x.stats()),
+                Middlebox::Accel(x) => {
+                    let mut f = fields(x.stats());
+                    f.extend(
+                        crate::accel::header::Reset::ALL.map(|r| format!("resets_{}", r.name())),
+                    );
+                    f.sort();
+                    f
+                }
             };
             assert_eq!(sorted_names(&m), expect, "{toml}");
         }

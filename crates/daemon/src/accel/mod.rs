@@ -42,15 +42,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nix::sys::socket::{setsockopt, sockopt};
-use quinn::{AckFrequencyConfig, Connection, RecvStream, SendStream, TransportConfig, VarInt};
-use satpep_proto::accel::cc::{SatProbeConfig, SatRateConfig};
+use quinn::{Connection, RecvStream, SendStream, TransportConfig, VarInt};
 use satpep_proto::accel::header::{Reset, StreamHeader, LEN};
+use satpep_proto::accel::transport;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use crate::config::{AccelConfig, AccelCongestion, DaemonConfig, Role};
+use crate::config::{AccelConfig, DaemonConfig, Role};
 use crate::kernel::{raise_fd_limit, transparent_listener};
 use crate::metrics::MetricsServer;
 use crate::run::{install, prepare, Prepared, RunOptions, Status};
@@ -94,7 +94,7 @@ pub fn run(
         .iter()
         .filter_map(|p| tls::parse_fingerprint(p))
         .collect();
-    let id = tls::Identity::load(&a.certificate, &a.key).map_err(DaemonError::Setup)?;
+    let id = tls::load(&a.certificate, &a.key).map_err(DaemonError::Setup)?;
     let fingerprint = id.fingerprint();
     let allow: Vec<(u32, u8)> = a.allow.iter().filter_map(|p| parse_prefix(p)).collect();
     match role {
@@ -205,105 +205,27 @@ pub fn run(
 /// The endpoint in use, for the shutdown to close.
 type Live = std::sync::Mutex<Option<quinn::Endpoint>>;
 
-/// The QUIC transport settings of this end: flow control for the satellite's bandwidth-delay
-/// product, the connection kept up across idle periods, our controller, and (on the gateway)
-/// ACKs asked of the terminal only as often as the return link affords.
+/// The QUIC settings of this end (`satpep_proto::accel::transport`, the simulator's too).
 fn transport(a: &AccelConfig, role: Role) -> TransportConfig {
-    let rtt = Duration::from_nanos(a.rtt.as_nanos());
-    let (send_bps, peer_bps) = match role {
-        Role::Gateway => (a.forward.0, a.return_rate.0),
-        Role::Terminal => (a.return_rate.0, a.forward.0),
+    let path = transport::Path {
+        forward_bps: a.forward.0,
+        return_bps: a.return_rate.0,
+        rtt: Duration::from_nanos(a.rtt.as_nanos()),
+        mtu: a.mtu,
+        max_streams: a.max_streams,
+        congestion: a.congestion,
     };
-    let mut t = TransportConfig::default();
-    // Receive windows, in bandwidth-delay products of the faster direction. A lost packet
-    // holds a stream's later bytes here until its retransmission arrives (about 1.5 round
-    // trips after it was sent), and the window's update needs half a round trip more to reach
-    // the sender: with less than about 2.5 products per stream, every line error stalls the
-    // sender (measured: 2 products gave 17.4 Mb/s of 19.0 at PER 1e-3). Not much more either:
-    // quinn gives up a whole connection (INTERNAL_ERROR "too many gaps in stream buffer") when
-    // one stream's window holds more than 1 024 separate pieces, and a drop-tail queue that
-    // overflows under a paced sender drops every other packet: with quinn's BBR, 6 products
-    // (6 400 packets) did that in a 100 MB download. 4 products leave room for a quarter of
-    // the packets lost one by one. The connection's window bounds what a terminal's streams
-    // hold in all.
-    let bdp = (u128::from(peer_bps.max(send_bps)) * rtt.as_nanos() / 8 / 1_000_000_000) as u64;
-    let stream_window = (4 * bdp).clamp(1 << 20, 48 << 20);
-    let conn_window = (8 * bdp).clamp(4 << 20, 256 << 20);
-    t.stream_receive_window(VarInt::from_u64(stream_window).unwrap_or(VarInt::MAX));
-    t.receive_window(VarInt::from_u64(conn_window).unwrap_or(VarInt::MAX));
-    t.send_window(conn_window);
-    t.max_concurrent_bidi_streams(VarInt::from_u32(a.max_streams));
-    t.max_concurrent_uni_streams(VarInt::from_u32(0));
-    t.initial_rtt(rtt);
-    // Kept up across idle periods by a PING every second (a restarted gateway answers the
-    // next one with a stateless reset, so the terminal notices within about a second plus a
-    // round trip); given up after 10 s without a packet from the peer (then the terminal
-    // reconnects at once, backing off to 5 s).
-    t.keep_alive_interval(Some(Duration::from_secs(1)));
-    t.max_idle_timeout(Some(quinn::IdleTimeout::from(VarInt::from_u32(10_000))));
-    t.initial_mtu(a.mtu);
-    t.min_mtu(1200);
-    t.mtu_discovery_config(None);
-    // Return-link economy (paper 000): each ACK costs about 60 bytes on the wire; spend at
-    // most a tenth of the return link on them. The gateway asks the terminal for one ACK per
-    // `threshold` packets; at 20 Mb/s forward that is one per 4 packets over a 2 Mb/s return
-    // link and one per 130 over 64 kb/s.
-    if role == Role::Gateway {
-        let fwd_pps = a.forward.0 as f64 / (8.0 * f64::from(a.mtu) + 224.0);
-        let acks_ps = (a.return_rate.0 as f64 / 10.0 / 480.0).max(1.0);
-        let threshold = (fwd_pps / acks_ps).ceil().clamp(2.0, 1000.0) as u32;
-        let delay = Duration::from_secs_f64((threshold as f64 / fwd_pps).clamp(0.025, 0.2));
-        let mut f = AckFrequencyConfig::default();
-        f.ack_eliciting_threshold(VarInt::from_u32(threshold - 1));
-        f.max_ack_delay(Some(delay));
-        f.reordering_threshold(VarInt::from_u32(threshold.max(3)));
-        t.ack_frequency_config(Some(f));
-    }
-    let ack_delay = Duration::from_millis(200);
-    match a.congestion {
-        AccelCongestion::Rate => {
-            let mut c = SatRateConfig::new(send_bps, rtt);
-            c.ack_delay = ack_delay.min(Duration::from_millis(50));
-            t.congestion_controller_factory(Arc::new(c));
-        }
-        AccelCongestion::Probe => {
-            t.congestion_controller_factory(Arc::new(SatProbeConfig::new(rtt)));
-        }
-        AccelCongestion::Cubic => {
-            t.congestion_controller_factory(Arc::new(quinn::congestion::CubicConfig::default()));
-        }
-        AccelCongestion::Bbr => {
-            t.congestion_controller_factory(Arc::new(quinn::congestion::BbrConfig::default()));
-        }
-        AccelCongestion::NewReno => {
-            t.congestion_controller_factory(Arc::new(quinn::congestion::NewRenoConfig::default()));
-        }
-    }
-    t
+    let end = match role {
+        Role::Gateway => transport::End::Gateway,
+        Role::Terminal => transport::End::Terminal,
+    };
+    transport::transport_config(&path, end)
 }
 
-/// The endpoint's settings: stateless-reset and connection-ID keys derived from this end's
-/// private key, so a restarted gateway recognises its predecessor's connection IDs and answers
-/// their packets with a reset the terminal can verify (RFC 9000, 10.3): the terminal
-/// reconnects at once instead of waiting out the idle timeout (about 30 s once PTO backoff
-/// stretches it, measured).
+/// The endpoint's settings, with keys derived from this end's private key (see
+/// `satpep_proto::accel::transport::endpoint_config`).
 fn endpoint_config(a: &AccelConfig) -> quinn::EndpointConfig {
-    use sha2::{Digest, Sha256};
-    let secret = std::fs::read(&a.key).unwrap_or_default();
-    let mut h = Sha256::new();
-    h.update(b"satpep accel stateless reset v1");
-    h.update(&secret);
-    let digest = h.finalize();
-    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &digest);
-    let mut c = quinn::EndpointConfig::new(Arc::new(key));
-    // Connection IDs carry a keyed hash that the endpoint checks before it answers with a
-    // reset: the key must survive a restart too, or the successor drops the predecessor's
-    // packets silently ("invalid CID") and the terminal waits for its idle timeout.
-    let mut cid_key = [0u8; 8];
-    cid_key.copy_from_slice(&digest[..8]);
-    let cid_key = u64::from_le_bytes(cid_key);
-    c.cid_generator(move || Box::new(quinn_proto::HashedConnectionIdGenerator::from_key(cid_key)));
-    c
+    transport::endpoint_config(&std::fs::read(&a.key).unwrap_or_default())
 }
 
 /// A UDP socket with buffers for a long fat path.

@@ -1,48 +1,12 @@
-//! Who may talk to whom: each end has a self-signed certificate, and trusts exactly the
-//! certificates its configuration pins (`sha256:` of the DER). No certificate authority, no
-//! name check, no way to skip verification: the TLS 1.3 handshake still proves that the peer
-//! holds the pinned certificate's private key (its CertificateVerify signature is checked with
-//! the provider's algorithms), so a third host can neither connect nor impersonate an end.
+//! The daemons' side of the accelerated PEP's TLS: identities read from files, and new ones made
+//! (`satpep keygen`). The verification itself (pinned certificates, TLS 1.3 only) is
+//! `satpep_proto::accel::tls`, the same code the simulator runs.
 
 use std::path::Path;
-use std::sync::Arc;
 
-use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
-use rustls::{CertificateError, DigitallySignedStruct, DistinguishedName, SignatureScheme};
-use sha2::{Digest, Sha256};
-
-/// The ALPN of the accelerated PEP's connection.
-pub const ALPN: &[u8] = b"satpep-accel/1";
-/// The server name terminals send (no check depends on it).
-pub const SERVER_NAME: &str = "satpep-gateway";
-
-/// `sha256:<64 hex digits>` as the 32 bytes it names.
-pub fn parse_fingerprint(s: &str) -> Option<[u8; 32]> {
-    let hex = s.strip_prefix("sha256:")?;
-    if hex.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
-}
-
-/// The fingerprint of a certificate, as the configuration writes it.
-pub fn fingerprint(cert: &[u8]) -> String {
-    let d = Sha256::digest(cert);
-    let mut s = String::from("sha256:");
-    for b in d {
-        s += &format!("{b:02x}");
-    }
-    s
-}
+pub use satpep_proto::accel::tls::{
+    client_config, fingerprint, parse_fingerprint, server_config, Identity, ALPN, SERVER_NAME,
+};
 
 /// A new self-signed certificate and key (PEM) for `name`, and the certificate's fingerprint.
 pub fn generate(name: &str) -> Result<(String, String, String), String> {
@@ -52,201 +16,14 @@ pub fn generate(name: &str) -> Result<(String, String, String), String> {
     Ok((c.cert.pem(), c.signing_key.serialize_pem(), fp))
 }
 
-/// This end's identity: its certificate and key, from PEM files.
-pub struct Identity {
-    chain: Vec<CertificateDer<'static>>,
-    key: PrivateKeyDer<'static>,
-}
-
-impl Identity {
-    /// Read `certificate` and `key`.
-    pub fn load(certificate: &Path, key: &Path) -> Result<Self, String> {
-        let chain = CertificateDer::pem_file_iter(certificate)
-            .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| format!("{}: {e}", certificate.display()))?;
-        if chain.is_empty() {
-            return Err(format!("{}: no certificate in it", certificate.display()));
-        }
-        let key =
-            PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
-        Ok(Self { chain, key })
-    }
-
-    /// The fingerprint of this end's certificate (what the other end pins).
-    pub fn fingerprint(&self) -> String {
-        fingerprint(&self.chain[0])
-    }
-}
-
-/// rustls with *ring*: its key exchange lacks the post-quantum hybrid (hence the deprecation
-/// notice), but it builds from crates.io alone, where aws-lc-rs needs cmake and a C toolchain
-/// at build time; both ends are ours, so the exchange is X25519 either way.
-#[allow(deprecated)]
-fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
-/// The terminal's side: it presents `id` and accepts only a gateway whose certificate is one of
-/// `pins`.
-pub fn client_config(id: Identity, pins: &[[u8; 32]]) -> Result<QuicClientConfig, String> {
-    let verifier = Arc::new(Pinned {
-        pins: pins.to_vec(),
-        provider: provider(),
-    });
-    let mut c = rustls::ClientConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(|e| e.to_string())?
-        .dangerous()
-        .with_custom_certificate_verifier(verifier)
-        .with_client_auth_cert(id.chain, id.key)
-        .map_err(|e| format!("client certificate: {e}"))?;
-    c.alpn_protocols = vec![ALPN.to_vec()];
-    QuicClientConfig::try_from(c).map_err(|e| e.to_string())
-}
-
-/// The gateway's side: it presents `id` and accepts only terminals whose certificate is one of
-/// `pins` (a client certificate is mandatory).
-pub fn server_config(id: Identity, pins: &[[u8; 32]]) -> Result<QuicServerConfig, String> {
-    let verifier = Arc::new(Pinned {
-        pins: pins.to_vec(),
-        provider: provider(),
-    });
-    let mut c = rustls::ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(|e| e.to_string())?
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(id.chain, id.key)
-        .map_err(|e| format!("certificate: {e}"))?;
-    c.alpn_protocols = vec![ALPN.to_vec()];
-    QuicServerConfig::try_from(c).map_err(|e| e.to_string())
-}
-
-/// Trusts exactly the pinned certificates, and checks the handshake's signatures as usual.
-#[derive(Debug)]
-struct Pinned {
-    pins: Vec<[u8; 32]>,
-    provider: Arc<CryptoProvider>,
-}
-
-impl Pinned {
-    fn check(&self, end_entity: &CertificateDer<'_>) -> Result<(), rustls::Error> {
-        let d: [u8; 32] = Sha256::digest(end_entity.as_ref()).into();
-        if self.pins.contains(&d) {
-            Ok(())
-        } else {
-            Err(rustls::Error::InvalidCertificate(
-                CertificateError::ApplicationVerificationFailure,
-            ))
-        }
-    }
-
-    fn tls12(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn tls13(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
-}
-
-impl ServerCertVerifier for Pinned {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        self.check(end_entity)
-            .map(|()| ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.tls12(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.tls13(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.schemes()
-    }
-}
-
-impl ClientCertVerifier for Pinned {
-    fn root_hint_subjects(&self) -> &[DistinguishedName] {
-        &[]
-    }
-
-    fn verify_client_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _now: UnixTime,
-    ) -> Result<ClientCertVerified, rustls::Error> {
-        self.check(end_entity)
-            .map(|()| ClientCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.tls12(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.tls13(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.schemes()
-    }
+/// Read this end's identity from `certificate` and `key` (PEM files); an error names the file.
+pub fn load(certificate: &Path, key: &Path) -> Result<Identity, String> {
+    let cert = std::fs::read(certificate).map_err(|e| format!("{}: {e}", certificate.display()))?;
+    let k = std::fs::read(key).map_err(|e| format!("{}: {e}", key.display()))?;
+    Identity::from_pem(&cert, &k).map_err(|e| match e.strip_prefix("key:") {
+        Some(why) => format!("{}:{why}", key.display()),
+        None => format!("{}: {e}", certificate.display()),
+    })
 }
 
 #[cfg(test)]
@@ -254,15 +31,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fingerprints_parse_only_in_their_written_form() {
-        let (pem, _, fp) = generate("t").unwrap();
-        let der = CertificateDer::from_pem_slice(pem.as_bytes()).unwrap();
-        assert_eq!(fingerprint(&der), fp);
-        let bytes = parse_fingerprint(&fp).unwrap();
-        assert_eq!(bytes, <[u8; 32]>::from(Sha256::digest(der.as_ref())));
-        assert!(parse_fingerprint(&fp[..70]).is_none());
-        assert!(parse_fingerprint(&fp.replace("sha256:", "sha1:")).is_none());
-        assert!(parse_fingerprint(&format!("{}zz", &fp[..69])).is_none());
-        assert!(parse_fingerprint("sha256:é").is_none());
+    fn generated_identities_load_and_fingerprint_as_printed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key, fp) = generate("t").unwrap();
+        std::fs::write(dir.path().join("c.pem"), cert).unwrap();
+        std::fs::write(dir.path().join("k.pem"), key).unwrap();
+        let id = load(&dir.path().join("c.pem"), &dir.path().join("k.pem")).unwrap();
+        assert_eq!(id.fingerprint(), fp);
+        std::fs::write(dir.path().join("bad.pem"), "junk").unwrap();
+        let err = load(&dir.path().join("c.pem"), &dir.path().join("bad.pem"))
+            .err()
+            .unwrap();
+        assert!(err.contains("bad.pem"), "{err}");
+        let err = load(&dir.path().join("none.pem"), &dir.path().join("k.pem"))
+            .err()
+            .unwrap();
+        assert!(err.contains("none.pem"), "{err}");
     }
 }

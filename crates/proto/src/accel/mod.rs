@@ -11,3 +11,6 @@
 
 pub mod cc;
 pub mod header;
+pub mod pep;
+pub mod tls;
+pub mod transport;

@@ -8,7 +8,7 @@
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 mod proxy;
-mod split_flow;
+pub(crate) mod split_flow;
 pub mod spoof;
 
 pub use proxy::{

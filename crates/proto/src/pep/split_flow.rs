@@ -33,7 +33,7 @@ pub(crate) struct Half {
 }
 
 impl Half {
-    fn new(ep: TcpEndpoint) -> Self {
+    pub(crate) fn new(ep: TcpEndpoint) -> Self {
         Self {
             ep,
             snd_edge: None,
@@ -44,7 +44,7 @@ impl Half {
 
     /// The packet for `seg`; `None` only if a real-bytes segment's bytes are missing (a bug of
     /// ours, counted by the caller).
-    fn packet(&mut self, seg: &TcpRepr) -> Option<Packet> {
+    pub(crate) fn packet(&mut self, seg: &TcpRepr) -> Option<Packet> {
         let end = seg.seq + seg.segment_len();
         self.snd_edge = Some(self.snd_edge.map_or(end, |e| e.max(end)));
         if seg.ack.is_some() {
@@ -69,7 +69,7 @@ impl Half {
 
     /// A RST toward this half's peer, at the edge of what we sent (RFC 9293 §3.10.7.3: a RST is
     /// accepted when its sequence number is in the receiver's window). `None` if we never sent.
-    fn reset(&mut self) -> Option<Packet> {
+    pub(crate) fn reset(&mut self) -> Option<Packet> {
         let seq = self.snd_edge?;
         let seg = TcpRepr {
             src_port: self.ep.local().1,

@@ -110,6 +110,39 @@ pub fn emit_ipv4_udp(ip: &Ipv4Repr, udp: &UdpRepr, stamp: &UdpStamp, buf: &mut [
     end
 }
 
+/// Write an IPv4 header and a UDP header for a datagram whose payload is `payload` (real bytes,
+/// e.g. a QUIC packet) into `buf`, both checksums correct; returns the header bytes written
+/// (28). Panics if `payload` is longer than [`MAX_UDP_PAYLOAD`] or `buf` shorter than 28 bytes:
+/// the caller's bugs.
+pub fn emit_ipv4_udp_for(
+    ip: &Ipv4Repr,
+    src_port: u16,
+    dst_port: u16,
+    payload: &[u8],
+    buf: &mut [u8],
+) -> usize {
+    assert!(
+        payload.len() <= MAX_UDP_PAYLOAD as usize,
+        "UDP payload of {} bytes",
+        payload.len()
+    );
+    let udp_len = (UDP_HEADER_LEN + payload.len()) as u16;
+    ip.emit_header(IPPROTO_UDP, IPV4_HEADER_LEN as u16 + udp_len, buf);
+    let end = IPV4_HEADER_LEN + UDP_HEADER_LEN;
+    let seg = &mut buf[IPV4_HEADER_LEN..end];
+    seg[field::SRC_PORT].copy_from_slice(&src_port.to_be_bytes());
+    seg[field::DST_PORT].copy_from_slice(&dst_port.to_be_bytes());
+    seg[field::LENGTH].copy_from_slice(&udp_len.to_be_bytes());
+    seg[field::CHECKSUM].fill(0);
+    let pseudo = checksum::pseudo_header_ipv4(ip.src, ip.dst, IPPROTO_UDP, udp_len);
+    let check = match checksum::finish(checksum::sum(checksum::sum(pseudo, seg), payload)) {
+        0 => 0xffff,
+        c => c,
+    };
+    seg[field::CHECKSUM].copy_from_slice(&check.to_be_bytes());
+    end
+}
+
 /// Parse a packet's IPv4 + UDP header and the stamp in its first 16 payload bytes (in the
 /// header bytes after the UDP header, or in the real payload). Verifies both checksums (a UDP
 /// checksum of 0 means none was sent and is accepted). `Unsupported("not UDP")` for other
@@ -234,6 +267,26 @@ mod tests {
     use super::*;
     use crate::Packet;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_real_payload_datagram_parses_with_both_checksums() {
+        let ip = ipv4_udp(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 1, 1), 9);
+        for len in [0usize, 1, 2, 17, 1452] {
+            let payload: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            let mut h = [0u8; 28];
+            assert_eq!(emit_ipv4_udp_for(&ip, 4433, 50_000, &payload, &mut h), 28);
+            let pkt = Packet::try_with_payload(&h, &payload).unwrap();
+            let (_, udp, _) = parse_udp_packet(&pkt).unwrap();
+            assert_eq!((udp.src_port, udp.dst_port), (4433, 50_000));
+            assert_eq!(udp.payload_len as usize, len);
+            if len > 0 {
+                let mut bad = payload.clone();
+                bad[len / 2] ^= 0x40;
+                let pkt = Packet::try_with_payload(&h, &bad).unwrap();
+                assert_eq!(parse_udp_packet(&pkt).err(), Some(WireError::BadChecksum));
+            }
+        }
+    }
 
     fn datagram(payload_len: u32, stamp: UdpStamp) -> Packet {
         let ip = ipv4_udp(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 1, 1), 7);
