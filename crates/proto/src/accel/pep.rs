@@ -817,7 +817,10 @@ impl AccelPep {
                             } else {
                                 self.stats.bytes_down += w as u64;
                             }
-                            if w < n {
+                            // A partial write is not yet "blocked": quinn registers the
+                            // stream for a `Writable` event only when a write takes nothing,
+                            // so write again (stalled five of nine connections otherwise).
+                            if w == 0 {
                                 break;
                             }
                         }
