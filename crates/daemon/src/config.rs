@@ -27,6 +27,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use satpep_proto::auth::Trust;
 use satpep_proto::link::{LinkConfig, QueueConfig};
 use satpep_proto::middlebox::MiddleboxConfig;
 use satpep_proto::time::{Bitrate, Duration};
@@ -503,6 +504,15 @@ impl DaemonConfig {
                 .validate()
                 .map_err(|m| split_key(&format!("shape.{i}"), &m))?;
         }
+        // Secure by default (issue 36): on a real network a tunnel end without a key trusts
+        // an outer source address anyone on the path can forge.
+        if let Some((key, kind, _)) = self
+            .tunnel_ends()
+            .into_iter()
+            .find(|(_, _, t)| *t == Trust::Unkeyed)
+        {
+            return Err((key, unkeyed(kind)));
+        }
         if self.routing.priority == 0 || self.routing.table == 0 {
             return Err((
                 "routing".into(),
@@ -692,6 +702,31 @@ impl DaemonConfig {
         self.middlebox.as_ref().unwrap_or(&PASS_THROUGH)
     }
 
+    /// Every tunnel end this daemon runs (an `ipip_tunnel`, an `ack_expander`, a shaper's ACK
+    /// compactor), with its key path, kind and [`Trust`]; after [`Self::parse`] none is
+    /// [`Trust::Unkeyed`].
+    pub fn tunnel_ends(&self) -> Vec<(String, &'static str, Trust)> {
+        let mut ends: Vec<_> = self
+            .middlebox()
+            .tunnel_ends()
+            .into_iter()
+            .map(|(k, kind, t)| {
+                let key = if k.is_empty() {
+                    "middlebox".to_owned()
+                } else {
+                    format!("middlebox.{k}")
+                };
+                (key, kind, t)
+            })
+            .collect();
+        for (i, s) in self.shape.iter().enumerate() {
+            if let Some(t) = s.queue.trust() {
+                ends.push((format!("shape.{i}.queue.ack"), "ack_compaction", t));
+            }
+        }
+        ends
+    }
+
     /// The instance name: `name`, or the role's.
     pub fn instance(&self, role: Role) -> String {
         self.name.clone().unwrap_or_else(|| role.name().to_owned())
@@ -813,6 +848,23 @@ fn blame(v: &toml::Value, error: &dyn Fn(&toml::Value) -> Option<String>) -> Vec
 }
 
 /// A mechanism's `"key: message"` as (`prefix.key`, message).
+/// Why a tunnel end without `key` (and without `insecure = true`) is refused: on a real
+/// network the outer source address it trusts can be forged by anyone on the path.
+fn unkeyed(kind: &str) -> String {
+    let what = match kind {
+        "ipip_tunnel" => "opens any IP-in-IP packet whose outer source is `remote` or a peer",
+        "ack_expander" => {
+            "regenerates ACKs for any compacted ACK whose outer source is a compactor's (one forged packet becomes up to `max_regenerated` + 1 ACKs, 65 by default)"
+        }
+        _ => "sends compacted ACKs the expander can tell only by their outer source address",
+    };
+    format!(
+        "{kind} without `key`: it {what}, an address anyone on the path can forge. Give \
+         `key = \"hex:…\"` (the same at both ends; `head -c 32 /dev/urandom | od -An -tx1 | \
+         tr -d ' \\n'`), or `insecure = true` to run it unauthenticated on purpose"
+    )
+}
+
 fn split_key(prefix: &str, m: &str) -> (String, String) {
     match m.split_once(": ") {
         Some((k, rest)) if !k.contains(' ') => (format!("{prefix}.{k}"), rest.to_owned()),
@@ -867,6 +919,18 @@ fn find_key(text: &str, key: &str) -> Option<usize> {
         }
         prev = Some(seg);
         let hit = lines.iter().enumerate().skip(from).find(|(_, l)| {
+            // A dotted table header (`[[middlebox.elements]]`) names its last segment.
+            let t = l.trim();
+            if t.starts_with('[')
+                && t.trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .rsplit('.')
+                    .next()
+                    .map(str::trim)
+                    == Some(seg)
+            {
+                return true;
+            }
             let l = l.trim_start();
             let l = l.trim_start_matches('[').trim_start();
             l.starts_with(seg) && l[seg.len()..].trim_start().starts_with(['=', ']', '.'])
@@ -1266,5 +1330,100 @@ mod tests {
             ("middlebox.elements.1.initial_rto", Some(6)),
             "{e}"
         );
+    }
+
+    /// Issue 36 (11): an unkeyed tunnel, compactor or expander trusts an outer source address
+    /// anyone on the path can forge; the daemon refuses one unless `insecure = true` says so,
+    /// and `--check` says which ends are unauthenticated.
+    #[test]
+    fn unkeyed_tunnels_compactors_and_expanders_are_refused_unless_insecure_says_so() {
+        const KEY: &str = "hex:00112233445566778899aabbccddeeff";
+        let two = "interfaces = [\"a\", \"b\"]\n";
+        let tunnel = |extra: &str| {
+            format!(
+                "{two}\n[middlebox]\nkind = \"ipip_tunnel\"\nlocal = \"10.0.0.1\"\n\
+                 remote = \"10.0.0.2\"\n{extra}"
+            )
+        };
+        let chain = |extra: &str| {
+            format!(
+                "{two}[middlebox]\nkind = \"chain\"\n[[middlebox.elements]]\nkind = \"snoop\"\n\
+                 satellite_port = 0\n[[middlebox.elements]]\nkind = \"ack_expander\"\n\
+                 compactors = [\"10.0.0.2\"]\n{extra}"
+            )
+        };
+        let compactor = |extra: &str| {
+            format!(
+                "{two}middlebox = {{ kind = \"pass_through\" }}\n[[shape]]\ninterface = \"a\"\n\
+                 rate = \"1Mbps\"\n\
+                 queue = {{ kind = \"ack_compaction\", limit_packets = 10, ack = {{ \
+                 tunnel_src = \"10.0.0.2\", tunnel_dst = \"10.0.0.1\"{extra} }} }}\n"
+            )
+        };
+        // Without key: refused at the mechanism's table, naming what to write.
+        for (text, key, line, kind) in [
+            (tunnel(""), "middlebox", 3, "ipip_tunnel"),
+            (compactor(""), "shape.0.queue.ack", 6, "ack_compaction"),
+        ] {
+            let e = parse(&text).unwrap_err();
+            assert_eq!((e.key.as_str(), e.line), (key, Some(line)), "{text}: {e}");
+            assert!(
+                e.to_string()
+                    .starts_with(&format!("gw.toml:{line}: {key}: {kind} without `key`")),
+                "{e}"
+            );
+            assert!(e.message.contains("insecure = true"), "{e}");
+        }
+        let e = parse(&chain("")).unwrap_err();
+        assert_eq!(
+            (e.key.as_str(), e.line),
+            ("middlebox.elements.1", Some(7)),
+            "{e}"
+        );
+        assert!(
+            e.message.contains("up to `max_regenerated` + 1 ACKs"),
+            "{e}"
+        );
+        // `insecure = true` in so many words: accepted, and `--check` says it plainly.
+        for (text, end) in [
+            (
+                tunnel("insecure = true\n"),
+                "tunnel middlebox (ipip_tunnel): UNAUTHENTICATED",
+            ),
+            (
+                chain("insecure = true\n"),
+                "tunnel middlebox.elements.1 (ack_expander): UNAUTHENTICATED",
+            ),
+            (
+                compactor(", insecure = true"),
+                "tunnel shape.0.queue.ack (ack_compaction): UNAUTHENTICATED",
+            ),
+        ] {
+            let c = parse(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let d = crate::describe(&c, Role::Gateway);
+            assert!(d.contains(end), "{d}");
+            assert_eq!(c.tunnel_ends()[0].2, Trust::Insecure);
+        }
+        // A key: accepted and described as authenticated.
+        for text in [
+            tunnel(&format!("key = \"{KEY}\"\n")),
+            chain(&format!("key = \"{KEY}\"\n")),
+            compactor(&format!(", key = \"{KEY}\"")),
+        ] {
+            let c = parse(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert!(crate::describe(&c, Role::Terminal).contains("): authenticated (key"));
+            assert_eq!(c.tunnel_ends()[0].2, Trust::Keyed);
+        }
+        // Both say opposite things: refused at `insecure`.
+        let e = parse(&tunnel(&format!("key = \"{KEY}\"\ninsecure = true\n"))).unwrap_err();
+        assert_eq!(
+            (e.key.as_str(), e.line),
+            ("middlebox.insecure", Some(8)),
+            "{e}"
+        );
+        let e = parse(&compactor(&format!(", key = \"{KEY}\", insecure = true"))).unwrap_err();
+        assert_eq!(e.key, "shape.0.queue.ack.insecure", "{e}");
+        // Nothing else needs it.
+        parse(&format!("{two}middlebox = {{ kind = \"snoop\" }}\n")).unwrap();
     }
 }

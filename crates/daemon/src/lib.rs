@@ -33,6 +33,8 @@ pub mod state;
 pub use config::{ConfigError, DaemonConfig, Role};
 pub use run::{cleanup, run, RunOptions, Status};
 
+use satpep_proto::auth::Trust;
+
 /// Why the daemon could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -146,6 +148,16 @@ pub fn describe(config: &DaemonConfig, role: Role) -> String {
         "instance {name} ({})\nmechanism: {mechanism}\n",
         role.name()
     );
+    for (key, kind, trust) in config.tunnel_ends() {
+        s += &format!(
+            "tunnel {key} ({kind}): {}\n",
+            match trust {
+                Trust::Keyed => "authenticated (key: AH, HMAC-SHA-256-128, replay window)",
+                Trust::Insecure | Trust::Unkeyed =>
+                    "UNAUTHENTICATED (insecure = true): its tunnel packets are told apart by their outer source address alone, which anyone on the path can forge",
+            }
+        );
+    }
     for (i, iface) in config.interfaces.iter().enumerate() {
         let shaped = config
             .shape

@@ -273,6 +273,13 @@ pub fn run(
         tun = ?(0..tuns.len()).map(|i| plan.tun_name(i)).collect::<Vec<_>>(),
         "in the forwarding path"
     );
+    for (key, kind, _) in config
+        .tunnel_ends()
+        .into_iter()
+        .filter(|(_, _, t)| *t != satpep_proto::auth::Trust::Keyed)
+    {
+        warn!(instance = %name, "{key} ({kind}) is unauthenticated (insecure = true): its tunnel packets are told apart by their outer source address alone");
+    }
     let epoch = monotonic_ns();
     let started = WallInstant::now();
     let now = || Instant(monotonic_ns().saturating_sub(epoch));

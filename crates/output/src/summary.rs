@@ -489,6 +489,7 @@ pub(crate) mod tests {
                 ports: Vec::new(),
                 peers: Vec::new(),
                 key: None,
+                insecure: false,
                 mtu: None,
             },
         );

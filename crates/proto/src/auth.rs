@@ -103,6 +103,42 @@ impl TunnelKey {
     }
 }
 
+/// Whether a tunnel end (an `ipip_tunnel`, an ACK compactor, an `ack_expander`) authenticates
+/// what crosses the tunnel. Without a key an end trusts the outer source address alone, which
+/// anyone on the path can forge (one forged compacted ACK becomes up to 65 ACKs at the
+/// expander): drivers on real networks (the daemons) refuse [`Trust::Unkeyed`], simulated and
+/// emulated scenarios, whose tunnels no stranger can reach, take it.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum Trust {
+    /// `key` given: AH with HMAC-SHA-256-128 and a replay window.
+    Keyed,
+    /// No key, and `insecure = true` says so in so many words.
+    Insecure,
+    /// No key and no `insecure = true`.
+    Unkeyed,
+}
+
+impl Trust {
+    /// The trust of an end with `key` and `insecure` as configured.
+    pub fn of(key: Option<&TunnelKey>, insecure: bool) -> Self {
+        match (key, insecure) {
+            (Some(_), _) => Self::Keyed,
+            (None, true) => Self::Insecure,
+            (None, false) => Self::Unkeyed,
+        }
+    }
+
+    /// Checks `key` and `insecure` together: both at once contradict each other. The message
+    /// starts with the key (`insecure`), as config checks do.
+    pub fn validate(key: Option<&TunnelKey>, insecure: bool) -> Result<(), String> {
+        if key.is_some() && insecure {
+            return Err("insecure: `insecure = true` says this end has no key, but it has a                         `key`: remove one"
+                .to_owned());
+        }
+        Ok(())
+    }
+}
+
 impl FromStr for TunnelKey {
     type Err = String;
 

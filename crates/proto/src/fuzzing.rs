@@ -48,6 +48,7 @@ pub fn every_kind() -> Vec<MiddleboxConfig> {
         ports: Vec::new(),
         peers: vec![Ipv4Addr::new(10, 0, 2, 1)],
         key: None,
+        insecure: false,
         mtu: None,
     };
     vec![

@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
+use crate::auth::Trust;
 use crate::rand::Rng;
 use crate::{Instant, Node, Packet, PortId, Transmit};
 
@@ -88,6 +89,39 @@ impl MiddleboxConfig {
                         .map(move |(k, p)| (format!("elements.{i}.{k}"), p))
                 })
                 .collect(),
+        }
+    }
+
+    /// Every tunnel end in this middlebox (an `ipip_tunnel`, an `ack_expander`), with its key
+    /// path (`""` for the middlebox itself, `elements.1` in a chain), its kind and whether it
+    /// authenticates what it opens. A driver on a real network refuses [`Trust::Unkeyed`].
+    pub fn tunnel_ends(&self) -> Vec<(String, &'static str, Trust)> {
+        match self {
+            Self::IpipTunnel(c) => vec![(
+                String::new(),
+                "ipip_tunnel",
+                Trust::of(c.key.as_ref(), c.insecure),
+            )],
+            Self::AckExpander(c) => vec![(
+                String::new(),
+                "ack_expander",
+                Trust::of(c.key.as_ref(), c.insecure),
+            )],
+            Self::Chain { elements } => elements
+                .iter()
+                .enumerate()
+                .flat_map(|(i, e)| {
+                    e.tunnel_ends().into_iter().map(move |(k, kind, t)| {
+                        let k = if k.is_empty() {
+                            format!("elements.{i}")
+                        } else {
+                            format!("elements.{i}.{k}")
+                        };
+                        (k, kind, t)
+                    })
+                })
+                .collect(),
+            _ => Vec::new(),
         }
     }
 

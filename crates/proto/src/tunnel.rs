@@ -31,7 +31,7 @@ use std::net::Ipv4Addr;
 use serde::{Deserialize, Serialize};
 
 use crate::auth::{
-    AuthError, AuthStats, Opener, Sealer, TunnelKey, AH_LEN, FIRST_EPOCH, IPPROTO_AH,
+    AuthError, AuthStats, Opener, Sealer, Trust, TunnelKey, AH_LEN, FIRST_EPOCH, IPPROTO_AH,
 };
 use crate::node::MAX_HEADER;
 use crate::wire::{checksum, ipip, TcpFlags, TcpIpv4View, IPPROTO_IPIP, IPPROTO_TCP};
@@ -60,6 +60,11 @@ pub struct TunnelConfig {
     /// bytes; both ends the same): see the module doc. Default: none (plain IP-in-IP).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<TunnelKey>,
+    /// Run without `key` on purpose: the tunnel then opens any IP-in-IP packet whose outer
+    /// source is `remote` or a peer, an address anyone on the path can forge. The daemons
+    /// refuse a tunnel with neither (see [`Trust`]); a scenario needs neither. Default: false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure: bool,
     /// The MTU of the path tunnel packets take (e.g. 1500). With it, the MSS option of every
     /// SYN and SYN-ACK this endpoint handles for the selected ports (encapsulated, opened or
     /// passing) is lowered to what fits once encapsulated: MTU − 20 (outer header) − 28 (AH,
@@ -73,6 +78,7 @@ pub struct TunnelConfig {
 impl TunnelConfig {
     /// Check values a scenario could get wrong; the message starts with the key.
     pub fn validate(&self) -> Result<(), String> {
+        Trust::validate(self.key.as_ref(), self.insecure)?;
         if self.local == self.remote {
             return Err("remote: must differ from `local`".into());
         }
@@ -468,6 +474,7 @@ pub mod fuzzing {
             ports: vec![],
             peers: vec![Ipv4Addr::new(10, 0, 9, 1)],
             key: None,
+            insecure: false,
             mtu: None,
         })
     }
@@ -670,6 +677,7 @@ mod tests {
             ports: vec![5001],
             peers: vec![],
             key: key.clone(),
+            insecure: false,
             mtu,
         };
         let mut a = Tunnel::new(cfg(x, y, Some(1500)));
@@ -732,6 +740,7 @@ mod tests {
             ports: vec![],
             peers: vec![],
             key: None,
+            insecure: false,
             mtu: Some(595),
         };
         assert!(c.validate().is_err_and(|e| e.starts_with("mtu: 595")));
@@ -752,6 +761,7 @@ mod tests {
             ports: vec![80],
             peers: vec![],
             key: None,
+            insecure: false,
             mtu: None,
         });
         let mut b = Tunnel::new(TunnelConfig {
@@ -761,6 +771,7 @@ mod tests {
             ports: vec![23],
             peers: vec![],
             key: None,
+            insecure: false,
             mtu: None,
         });
         let web = tcp_packet(40000, 80, 0);
@@ -803,6 +814,7 @@ mod tests {
             ports: vec![],
             peers: vec![],
             key: None,
+            insecure: false,
             mtu: None,
         });
         let mut b = Tunnel::new(TunnelConfig {
@@ -812,6 +824,7 @@ mod tests {
             ports: vec![],
             peers: vec![],
             key: None,
+            insecure: false,
             mtu: None,
         });
         let p = tcp_packet(5, 6, 1460);
@@ -837,6 +850,7 @@ mod tests {
             ports: vec![],
             peers: vec![],
             key: None,
+            insecure: false,
             mtu: None,
         };
         let (mut a, mut b) = (Tunnel::new(cfg(x, y)), Tunnel::new(cfg(y, x)));
@@ -889,6 +903,7 @@ mod tests {
             ports: vec![],
             peers: vec![],
             key: None,
+            insecure: false,
             mtu: None,
         })
     }
@@ -910,6 +925,7 @@ mod tests {
             ports: vec![],
             peers: vec![extra],
             key: None,
+            insecure: false,
             mtu: None,
         });
         let spoofed = tcp_packet(80, 40000, 100);
@@ -1057,6 +1073,7 @@ mod tests {
             ports: vec![],
             peers: vec![Ipv4Addr::new(3, 3, 3, 3)],
             key: None,
+            insecure: false,
             mtu: None,
         };
         assert_eq!(c.validate(), Ok(()));

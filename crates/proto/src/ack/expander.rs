@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use super::spacing::Spacer;
 use super::trailer::{self, Trailer, TunnelError};
-use crate::auth::{AuthError, AuthStats, Opener, TunnelKey, IPPROTO_AH};
+use crate::auth::{AuthError, AuthStats, Opener, Trust, TunnelKey, IPPROTO_AH};
 use crate::flow::{FlowId, FlowKey, FlowTable, FlowTableStats};
 use crate::node::{Node, Packet, PortId, Transmit};
 use crate::time::Instant;
@@ -77,6 +77,12 @@ pub struct AckExpanderConfig {
     /// digits; the compactors' `ack.key`): see the module doc. Default: none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<TunnelKey>,
+    /// Run without `key` on purpose: the expander then regenerates ACKs for any compacted ACK
+    /// whose outer source is one of `compactors`, an address anyone on the path can forge. The
+    /// daemons refuse an expander with neither (see [`Trust`]); a scenario needs neither.
+    /// Default: false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub insecure: bool,
 }
 
 impl Default for AckExpanderConfig {
@@ -92,6 +98,7 @@ impl Default for AckExpanderConfig {
             min_ack_bytes: 536,
             spacing_queue_limit: 2048,
             key: None,
+            insecure: false,
         }
     }
 }
@@ -99,6 +106,7 @@ impl Default for AckExpanderConfig {
 impl AckExpanderConfig {
     /// Check values a scenario could get wrong; the message starts with the key.
     pub fn validate(&self) -> Result<(), String> {
+        Trust::validate(self.key.as_ref(), self.insecure)?;
         if self.compactors.is_empty() {
             return Err(
                 "compactors: list the compactors' tunnel addresses, e.g. [\"10.0.3.1\"]".to_owned(),

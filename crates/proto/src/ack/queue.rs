@@ -112,6 +112,12 @@ pub struct AckQueueConfig {
     /// Default: none (plain IP-in-IP, as in the paper).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<TunnelKey>,
+    /// Compaction: run without `key` on purpose (plain IP-in-IP, as in the paper): the
+    /// expander can then tell the compacted ACKs only by their outer source address, which
+    /// anyone on the path can forge. The daemons refuse a compactor with neither (see
+    /// [`Trust`](crate::auth::Trust)); a scenario needs neither. Default: false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub insecure: bool,
 }
 
 impl Default for AckQueueConfig {
@@ -126,6 +132,7 @@ impl Default for AckQueueConfig {
             tunnel_src: None,
             tunnel_dst: None,
             key: None,
+            insecure: false,
         }
     }
 }

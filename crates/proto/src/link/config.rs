@@ -294,6 +294,13 @@ impl LinkConfig {
 }
 
 impl QueueConfig {
+    /// Whether the ACK compactor of this queue authenticates what it sends into the tunnel;
+    /// `None` for a queue that sends nothing into a tunnel (every kind but `ack_compaction`).
+    pub fn trust(&self) -> Option<crate::auth::Trust> {
+        (self.kind == QueueKind::AckCompaction)
+            .then(|| crate::auth::Trust::of(self.ack.key.as_ref(), self.ack.insecure))
+    }
+
     /// Checks the limits; the message begins with the key inside the `queue` table.
     pub fn validate(&self) -> Result<(), String> {
         if self.limit_packets == Some(0) {
@@ -319,12 +326,14 @@ impl QueueConfig {
                     .to_owned(),
             );
         }
-        if self.kind != QueueKind::AckCompaction && ack.key.is_some() {
-            return Err(
-                "ack.key: only `ack_compaction` sends through the tunnel; remove the key"
-                    .to_owned(),
-            );
+        if self.kind != QueueKind::AckCompaction && (ack.key.is_some() || ack.insecure) {
+            return Err(format!(
+                "ack.{}: only `ack_compaction` sends through the tunnel; remove it",
+                if ack.insecure { "insecure" } else { "key" }
+            ));
         }
+        crate::auth::Trust::validate(ack.key.as_ref(), ack.insecure)
+            .map_err(|e| format!("ack.{e}"))?;
         if matches!(
             self.kind,
             QueueKind::AckSuppression | QueueKind::AckCompaction
