@@ -30,9 +30,11 @@ use crate::spec::{
 
 mod dama;
 mod expand;
+mod memory;
 mod traces;
 
 use expand::Origin;
+pub use memory::{FLOW_BYTES, LINK_BYTES, MAX_SETUP_BYTES, MEMORY_ENV, NODE_BYTES};
 pub use traces::MAX_TRACE_BYTES;
 
 type Result<T, E = ScenarioError> = std::result::Result<T, E>;
@@ -121,6 +123,8 @@ impl<'s> Builder<'s, '_> {
             .get::<bool>(root, &[], "stop_when_done")?
             .unwrap_or(true);
         let default_tcp = self.default_tcp()?;
+        // Before any `count` copy is made: 696 bytes of them could ask for 8 GB.
+        self.check_memory()?;
         let nodes = self.nodes()?;
         let mut links = self.links(&nodes)?;
         let dama = self.dama(&nodes, &mut links)?;

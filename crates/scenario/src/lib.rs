@@ -8,8 +8,8 @@
 //! sweep combination. Because overrides are applied before any check, an override is validated
 //! exactly like the file; every error is a [`ScenarioError`] naming the file (or the `--set`), the
 //! line and column, the full key path and what was expected. No input makes this crate panic,
-//! and the limits in `docs/scenario.md` ("Limits": file size, element counts, sampling volume,
-//! sweep memory, names) bound what a file can make a run cost.
+//! and the limits in `docs/scenario.md` ("Limits": file size, element counts, estimated set-up
+//! memory, sampling volume, sweep memory, names) bound what a file can make a run cost.
 //!
 //! What is not modelled here: anything about running — the simulator decides what a node does
 //! with the [`Scenario`] it is given.
@@ -32,7 +32,10 @@ pub use spec::{
     OutputSpec, Scenario, SweepPoint,
 };
 
-pub use build::{MAX_ELEMENTS, MAX_NODES, MAX_SERIES_ROWS, MAX_TRACE_BYTES};
+pub use build::{
+    FLOW_BYTES, LINK_BYTES, MAX_ELEMENTS, MAX_NODES, MAX_SERIES_ROWS, MAX_SETUP_BYTES,
+    MAX_TRACE_BYTES, MEMORY_ENV, NODE_BYTES,
+};
 use keys::{KeyPath, Seg, Setter, Sources};
 pub use names::MAX_NAME_CHARS;
 pub use routes::{Routes, MAX_CORE, MAX_DEPTH};

@@ -653,6 +653,76 @@ fn element_counts_and_sweep_memory_are_bounded() {
     );
 }
 
+/// A star: `hosts` hosts behind router `r`, a link each way to each, `flows` flows from the
+/// server `srv` to the first hosts. 35 lines; the `count` of the links from the hosts is on
+/// line 22.
+fn star(hosts: u64, flows: u64) -> String {
+    format!(
+        "duration = \"1s\"\n[output]\nseries = false\ninterval = \"1s\"\n\
+         [[node]]\nname = \"r\"\nkind = \"router\"\n[[node]]\nname = \"srv\"\n\
+         [[link]]\nname = \"up\"\nfrom = \"srv\"\nto = \"r\"\n\
+         [[link]]\nname = \"down\"\nfrom = \"r\"\nto = \"srv\"\n\
+         [[node]]\ncount = {hosts}\nname = \"h{{i}}\"\n\
+         [[link]]\ncount = {hosts}\nname = \"a{{i}}\"\nfrom = \"h{{i}}\"\nto = \"r\"\n\
+         [[link]]\ncount = {hosts}\nname = \"b{{i}}\"\nfrom = \"r\"\nto = \"h{{i}}\"\n\
+         [[flow]]\ncount = {flows}\nfrom = \"srv\"\nto = \"h{{i}}\"\n\
+         app = {{ kind = \"bulk\", bytes = \"1KB\" }}\n"
+    )
+}
+
+/// Issue 36 (5): a few hundred bytes of `count` tables, every element count within the
+/// limits (1 048 574 hosts and the router and server: 1 048 576 nodes; 2 097 150 links;
+/// 100 000 flows), grew past 8 GB and aborted after 112 s. The estimate refuses it before any
+/// copy is made, at the `count` of the table that costs most; a moderate star loads.
+#[test]
+fn count_tables_whose_estimated_memory_exceeds_the_budget_are_refused_before_copying() {
+    assert!(
+        std::env::var_os(satpep_scenario::MEMORY_ENV).is_none(),
+        "this test checks the default budget: unset {}",
+        satpep_scenario::MEMORY_ENV
+    );
+    let text = star(1_048_574, 100_000);
+    assert!(text.len() < 700, "{} bytes", text.len());
+    let t = std::time::Instant::now();
+    let e = err(&text, &[]);
+    let took = t.elapsed();
+    check(
+        &e,
+        22,
+        "link.a{i}.count",
+        "building this scenario would take about 8.4 GB of memory (1048576 nodes × 1.4 kB, \
+         2097150 links × 3.0 kB, 100000 flows × 6.6 kB, measured per element); at most 4.3 GB \
+         are accepted",
+    );
+    assert!(e.message().contains("SATPEP_MAX_MEMORY=16GB"), "{e}");
+    // Copying alone took seconds and gigabytes; the estimate is a sum over eight tables.
+    assert!(took.as_secs_f64() < 2.0, "took {took:?}");
+    // A `--set` that raises a count is blamed, not the file.
+    let e = err(
+        &star(1000, 10),
+        &[
+            "link.3.count=1000000",
+            "link.2.count=1000000",
+            "node.2.count=1000000",
+        ],
+    );
+    assert!(
+        e.to_string()
+            .starts_with("--set 'link.2.count=1000000': key `link.a{i}.count`: building"),
+        "{e}"
+    );
+    // 10 000 hosts (81 MB estimated) load.
+    let l = load_str(&star(10_000, 1000), "geo.toml", &[]).unwrap();
+    assert_eq!(
+        (
+            l.scenario.nodes.len(),
+            l.scenario.links.len(),
+            l.scenario.flows.len()
+        ),
+        (10_002, 20_002, 1000)
+    );
+}
+
 /// MINI with `a_keys` after node a's name (line 3 on) and `b_keys` after node b's name.
 fn with_node_keys(a_keys: &str, b_keys: &str) -> String {
     MINI.replacen("name = \"a\"\n", &format!("name = \"a\"\n{a_keys}"), 1)
