@@ -4,7 +4,7 @@
 //!
 //! What is checked: a split-TCP gateway is transparent both ways (the server sees the client's
 //! address, the client the server's) and byte-exact (SHA-256 of every transfer); SIGTERM
-//! removes every rule and the state file; `kill -9` mid-transfer ends the client's connection
+//! removes every rule and the state file, and SIGHUP does exactly the same; `kill -9` mid-transfer ends the client's connection
 //! within a bounded time (the path fails open: the rules point at devices that vanished), and
 //! the next start (or `--cleanup`) restores the sysctls the dead daemon changed, installs no
 //! duplicate rule and splits new connections; a 100 000-SYN flood is accounted for SYN by SYN
@@ -295,6 +295,28 @@ impl Net {
             .collect()
     }
 
+    /// What the daemon may change on the router, as text: IPv4 rules, every route table,
+    /// devices, addresses, nftables and the IPv4 sysctls of `all`, `default` and the two
+    /// interfaces.
+    fn machine(&self) -> String {
+        let out = self
+            .exec(
+                &self.g,
+                &[
+                    "sh",
+                    "-c",
+                    "ip -4 rule show; ip -4 route show table all; \
+                     ip -o link show | cut -d' ' -f2; ip -o -4 addr show; \
+                     nft list ruleset 2>/dev/null; cat /proc/sys/net/ipv4/ip_forward; \
+                     for d in all default vgc vgs; do \
+                       grep -r . /proc/sys/net/ipv4/conf/$d/; done",
+                ],
+            )
+            .output()
+            .expect("sh runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     fn sysctl(&self, key: &str) -> String {
         let out = self
             .exec(&self.g, &["cat", &format!("/proc/sys/{key}")])
@@ -462,6 +484,63 @@ fn gateways_and_terminals_forward_under_every_rp_filter() {
 /// mechanism and the interfaces), the `log_every_s` counter summary that counted a transfer's
 /// packets with no connection left open, each split connection's "connection split" and
 /// "connection ended" (client, server, how, seconds, bytes each way), and the stop.
+/// Issue 36 (10): SIGHUP (`kill -HUP`, a closed terminal) stops a daemon exactly as SIGTERM
+/// does (docs/deploy.md, "Signals, crashes and restarts"): exit 0, and the router as it was
+/// before the start — rules, route tables, devices, addresses, nftables, the sysctls it
+/// raised (`ip_forward`, 0 here before the start) — with no state file left. No reload.
+#[test]
+fn sighup_stops_a_daemon_as_sigterm_does_and_leaves_the_router_as_it_was() {
+    if !can_run() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut net = Net::up("h");
+    net.start_server();
+    // A router that does not forward until the daemon says so: its restore is then visible.
+    net.exec(
+        &net.g,
+        &["sh", "-c", "echo 0 > /proc/sys/net/ipv4/ip_forward"],
+    )
+    .status()
+    .expect("sh runs");
+    let before = net.machine();
+    let cfg = net.config("{ kind = \"split_tcp\" }");
+    let state = net.dir.path().join("state/gw.json");
+    let mut stopped = Vec::new();
+    for signal in ["HUP", "TERM"] {
+        let mut gw = net.start_gateway(&cfg);
+        // In the path: it forwards, and it changed the router.
+        assert_eq!(net.fetch(10_000, 2, 1)["ok"], 2, "{}", net.log());
+        assert_eq!(net.sysctl("net/ipv4/ip_forward"), "1");
+        assert_eq!(net.rules().len(), 2, "{:?}", net.rules());
+        assert!(state.exists());
+        assert_ne!(
+            net.machine(),
+            before,
+            "the snapshot sees the daemon's changes"
+        );
+        let sent = Instant::now();
+        let _ = Command::new("kill")
+            .args([&format!("-{signal}"), &gw.id().to_string()])
+            .status();
+        let st = wait_exit(&mut gw, Duration::from_secs(10))
+            .unwrap_or_else(|| panic!("the gateway did not stop on SIG{signal}"));
+        let took = sent.elapsed();
+        let log = net.log();
+        println!("SIG{signal}: {st:?} after {took:?}");
+        assert!(st.success(), "SIG{signal}: {st:?}: {log}");
+        assert!(
+            log.contains("stopping: removing rules and restoring sysctls"),
+            "{log}"
+        );
+        assert!(!state.exists(), "SIG{signal} left the state file");
+        let after = net.machine();
+        assert_eq!(after, before, "SIG{signal} left the router changed");
+        stopped.push((st.code(), after));
+    }
+    assert_eq!(stopped[0], stopped[1], "SIGHUP and SIGTERM differ");
+}
+
 #[test]
 fn json_logs_are_one_object_per_line_with_the_documented_events() {
     if !can_run() {
