@@ -504,6 +504,16 @@ impl DaemonConfig {
                 .validate()
                 .map_err(|m| split_key(&format!("shape.{i}"), &m))?;
         }
+        // The simulated accelerated PEP authenticates with the simulator's public identities:
+        // on a real network that is no authentication at all.
+        if self.middlebox().has_accel() {
+            return Err((
+                "middlebox".into(),
+                "kind = \"accel\" is the simulator's accelerated PEP, whose TLS identities are \
+                 public; a daemon runs it as [split] engine = \"accel\" with its own certificates"
+                    .into(),
+            ));
+        }
         // Secure by default (issue 36): on a real network a tunnel end without a key trusts
         // an outer source address anyone on the path can forge.
         if let Some((key, kind, _)) = self
@@ -1335,6 +1345,16 @@ mod tests {
     /// Issue 36 (11): an unkeyed tunnel, compactor or expander trusts an outer source address
     /// anyone on the path can forge; the daemon refuses one unless `insecure = true` says so,
     /// and `--check` says which ends are unauthenticated.
+    #[test]
+    fn the_simulators_accelerated_pep_is_refused_in_a_daemon() {
+        let text = "interfaces = [\"a\", \"b\"]\n\n[middlebox]\nkind = \"accel\"\n\
+                    role = \"gateway\"\naddress = \"10.0.0.1\"\nforward = \"20Mbps\"\n\
+                    return = \"2Mbps\"\nrtt = \"600ms\"\n";
+        let e = parse(text).unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("middlebox", Some(3)), "{e}");
+        assert!(e.message.contains("[split] engine = \"accel\""), "{e}");
+    }
+
     #[test]
     fn unkeyed_tunnels_compactors_and_expanders_are_refused_unless_insecure_says_so() {
         const KEY: &str = "hex:00112233445566778899aabbccddeeff";

@@ -62,6 +62,17 @@ impl MiddleboxConfig {
         }
     }
 
+    /// Whether this middlebox is, or chains, an end of the simulated accelerated PEP (whose TLS
+    /// identities are the public [`crate::accel::tls::SIMULATION`] pair: a daemon must refuse
+    /// it and run `[split] engine = "accel"` with its own certificates).
+    pub fn has_accel(&self) -> bool {
+        match self {
+            Self::Accel(_) => true,
+            Self::Chain { elements } => elements.iter().any(Self::has_accel),
+            _ => false,
+        }
+    }
+
     /// Every arrival port this middlebox is configured to act on, with its key (`satellite_port`,
     /// `elements.1.port`, …), defaults included. A driver checks them against the ports it
     /// has: a port nothing arrives on silently turns the mechanism into something else (Snoop
