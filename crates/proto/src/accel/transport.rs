@@ -100,7 +100,14 @@ pub fn transport_config(p: &Path, end: End) -> TransportConfig {
     t.stream_receive_window(VarInt::from_u64(stream_window).unwrap_or(VarInt::MAX));
     t.receive_window(VarInt::from_u64(conn_window).unwrap_or(VarInt::MAX));
     t.send_window(conn_window);
-    t.max_concurrent_bidi_streams(VarInt::from_u32(p.max_streams));
+    // Only terminals open streams (one per intercepted connection). quinn keeps state for every
+    // stream the peer may open, so a terminal allows the gateway none: measured in `satpep
+    // sim` with 100 terminals and 20 000 allowed streams, 402 MB of memory against 156 MB.
+    let peer_streams = match end {
+        End::Gateway => p.max_streams,
+        End::Terminal => 0,
+    };
+    t.max_concurrent_bidi_streams(VarInt::from_u32(peer_streams));
     t.max_concurrent_uni_streams(VarInt::from_u32(0));
     t.initial_rtt(p.rtt);
     // Kept up across idle periods by a PING every second (a restarted gateway answers the
