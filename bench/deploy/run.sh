@@ -20,6 +20,8 @@
 #   SPD_PREFIX    namespace prefix (default spd; see topology.sh)
 #   TTFB_RUNS, MB1_RUNS, MB100_RUNS, PAGE_RUNS   repetitions (default 5, 3, 1, 3); a page is
 #                 xfer.py's web-like load: 30 objects of 5–200 KB over 6 connections
+#   BULK_SIZE     bytes of the "100 MB" download (default 100000000; bench/accel/per-sweep.sh
+#                 takes less where end-to-end TCP would need many minutes)
 #   CC            congestion control of the server's sockets (default cubic)
 #   RCVBUF        the client's receive buffer in bytes (default: the kernel's autotuning);
 #                 65536 gives paper 004's unscaled 64 KiB window
@@ -38,6 +40,7 @@ OUT=${OUT:-$ROOT/results/deploy-$(date +%Y%m%d-%H%M%S)}
 TTFB_RUNS=${TTFB_RUNS:-5}
 MB1_RUNS=${MB1_RUNS:-3}
 MB100_RUNS=${MB100_RUNS:-1}
+BULK_SIZE=${BULK_SIZE:-100000000}
 PAGE_RUNS=${PAGE_RUNS:-3}
 CC=${CC:-cubic}
 PORT=5001
@@ -118,7 +121,7 @@ get() {
 : >"$OUT/transfers.jsonl"
 for _ in $(seq "$TTFB_RUNS"); do get 1000; sleep 0.5; done
 for _ in $(seq "$MB1_RUNS"); do get 1000000; sleep 0.5; done
-for _ in $(seq "$MB100_RUNS"); do get 100000000; done
+for _ in $(seq "$MB100_RUNS"); do get "$BULK_SIZE"; done
 : >"$OUT/pages.jsonl"
 for _ in $(seq "$PAGE_RUNS"); do
     if ! r=$(ip netns exec "$P-client" python3 "$HERE/xfer.py" page --host $SERVER --port $PORT); then
@@ -131,9 +134,10 @@ for _ in $(seq "$PAGE_RUNS"); do
     sleep 0.5
 done
 
-python3 - "$OUT" "${TERMINAL_CMD:-}" "${GATEWAY_CMD:-}" "${RCVBUF:-}" "${EMU_SET:-}" "${MODE:-}" <<'EOF'
+python3 - "$OUT" "${TERMINAL_CMD:-}" "${GATEWAY_CMD:-}" "${RCVBUF:-}" "${EMU_SET:-}" "${MODE:-}" "$BULK_SIZE" <<'EOF'
 import json, statistics, sys
-out, term, gw, rcvbuf, emu_set, mode = sys.argv[1:7]
+out, term, gw, rcvbuf, emu_set, mode, bulk = sys.argv[1:8]
+bulk = int(bulk)
 rows = [json.loads(l) for l in open(f"{out}/transfers.jsonl")]
 pages = [json.loads(l) for l in open(f"{out}/pages.jsonl")]
 peers = sorted({l.split()[0] for l in open(f"{out}/peers.txt")})
@@ -149,8 +153,9 @@ res = {
     "ttfb_1kB_s": [r["ttfb_s"] for r in by(1000)],
     "connect_1kB_s": [r["connect_s"] for r in by(1000)],
     "total_1MB_s": [r["total_s"] for r in by(1000000)],
-    "total_100MB_s": [r["total_s"] for r in by(100000000)],
-    "goodput_100MB_mbps": [r["goodput_mbps"] for r in by(100000000)],
+    "bulk_bytes": bulk,
+    "total_100MB_s": [r["total_s"] for r in by(bulk)],
+    "goodput_100MB_mbps": [r["goodput_mbps"] for r in by(bulk)],
     "page_load_s": [p["page_load_s"] for p in pages],
 }
 json.dump(res, open(f"{out}/results.json", "w"), indent=1)
