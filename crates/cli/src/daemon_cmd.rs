@@ -57,7 +57,15 @@ pub fn run(role: Role, args: DaemonArgs) -> ExitCode {
     };
     if args.check {
         print!("{}", satpep_daemon::describe(&config, role));
-        return ExitCode::SUCCESS;
+        let problems = satpep_daemon::role_problems(&config, role);
+        for (key, why) in &problems {
+            eprintln!("error: {}: {key}: {why}", args.config.display());
+        }
+        return if problems.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(2)
+        };
     }
     // A relocated --state-dir (tests, a second setup) takes the epoch file with it.
     let epoch_dir = args.epoch_dir.unwrap_or_else(|| {

@@ -88,6 +88,30 @@ pub fn init_logging(format: LogFormat, verbose: bool) {
     };
 }
 
+/// What would stop this configuration from starting in `role` that parsing cannot see (it
+/// needs the role or the files the configuration names): `(key, why)` for each, for `--check`
+/// to report with exit 2 rather than a daemon to fail at start.
+pub fn role_problems(config: &DaemonConfig, role: Role) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Some(a) = config.accel() {
+        match role {
+            Role::Terminal if a.gateway.is_none() => out.push((
+                "split.accel.gateway".into(),
+                "a terminal needs the gateway's address".into(),
+            )),
+            Role::Gateway if a.allow.is_empty() => out.push((
+                "split.accel.allow".into(),
+                "list the destinations the gateway may connect to (\"0.0.0.0/0\": anywhere)".into(),
+            )),
+            _ => {}
+        }
+        if let Err(e) = accel::tls::load(&a.certificate, &a.key) {
+            out.push(("split.accel.certificate".into(), e));
+        }
+    }
+    out
+}
+
 /// What `--check` prints: the configuration as the daemon understands it, and what it would
 /// install. Interfaces that do not exist on this machine are listed as warnings.
 pub fn describe(config: &DaemonConfig, role: Role) -> String {
