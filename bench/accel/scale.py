@@ -14,6 +14,10 @@
       share (20 Mb/s / N: the capacity an operator grants it). Per-terminal goodput and Jain's
       fairness index (sum x)^2 / (N sum x^2).
 
+--max-streams M sets every end's `max_streams` (default 10 000, the daemons' default): quinn
+keeps state for every stream a terminal may open, so a gateway's memory per terminal grows
+with it.
+
 Environment: SATPEP (default target/release/satpep).
 """
 
@@ -45,10 +49,14 @@ def link(name, a, b, rate, delay, per=None, queue=1000):
             f'delay = "{delay}"\nqueue = {{ limit_packets = {queue} }}{err}\n')
 
 
+MAX_STREAMS = 10_000
+
+
 def accel(role, address, forward, ret, gateway=None):
     gw = f', gateway = "{gateway}"' if gateway else ""
     return (f'{{ kind = "accel", role = "{role}", address = "{address}"{gw}, '
-            f'forward = "{forward}", return = "{ret}", rtt = "600ms", max_streams = 20000 }}')
+            f'forward = "{forward}", return = "{ret}", rtt = "600ms", '
+            f'max_streams = {MAX_STREAMS} }}')
 
 
 def run(text, seconds):
@@ -143,6 +151,7 @@ def terminals(n, seconds):
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--max-streams", type=int, default=10_000)
     sub = ap.add_subparsers(dest="what", required=True)
     c = sub.add_parser("connections")
     c.add_argument("n", type=int)
@@ -151,6 +160,8 @@ def main():
     t.add_argument("n", type=int)
     t.add_argument("--seconds", type=int, default=60)
     a = ap.parse_args()
+    global MAX_STREAMS
+    MAX_STREAMS = a.max_streams
     r = connections(a.n, a.response) if a.what == "connections" else terminals(a.n, a.seconds)
     print(json.dumps(r, indent=1))
 

@@ -1,6 +1,7 @@
-//! docs/validation.md's comparison tables against ns-2 are generated blocks
-//! (`bench/doc_blocks.py`): CI reruns ns-2 and satpep on every case and fails when a table
-//! differs, so a model change cannot leave the figures behind.
+//! docs/validation.md's comparison tables against ns-2, and docs/accel.md's simulator column
+//! beside the emulator's, are generated blocks (`bench/doc_blocks.py`): CI reruns ns-2 and
+//! satpep on every case and fails when a table differs, so a model change cannot leave the
+//! figures behind.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -74,6 +75,26 @@ fn validation_md_ns2_tables_match_a_fresh_run() {
     );
     assert!(
         String::from_utf8_lossy(&o.stdout).contains("2 generated blocks checked"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}
+
+/// docs/accel.md's goodput-against-PER table: its sim column is rerun here (about 10 s), so a
+/// change to the TCP model or the accelerated PEP cannot leave it behind; the emu column is the
+/// committed measurement it is compared with (`bench/accel/emu-per-sweep.csv`).
+#[test]
+fn accel_md_per_sweep_table_matches_a_fresh_run() {
+    let doc = root().join("docs/accel.md");
+    let o = doc_blocks(&["--check", doc.to_str().expect("utf-8")]);
+    assert!(
+        o.status.success(),
+        "stale table in docs/accel.md; rerun `SATPEP=target/release/satpep bench/doc_blocks.py \
+         --update docs/accel.md` and reread the prose around it:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("1 generated blocks checked"),
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
