@@ -180,3 +180,60 @@ fn parallel_connections_share_the_satellite_connection_fairly() {
     };
     assert_eq!(t.stats().quic_connections, 1);
 }
+
+/// A server that never answers: the gateway gives up after `connect_timeout` (10 s), resets
+/// the stream with `TimedOut`, and the terminal resets the client's connection, which the
+/// client had been told was open (the fail-open handshake of docs/accel.md, "Semantics").
+#[test]
+fn a_silent_server_reaches_the_client_as_a_reset_after_the_connect_timeout() {
+    let silent = [
+        "link.gw-srv.error={ model = \"per\", per = 1.0 }",
+        "flow.download.start=2s",
+        "duration=20s",
+    ];
+    let mut s = sim(&accel(&silent));
+    s.run_until(Instant::ZERO + Duration::from_secs(11));
+    // Before the timeout: the client's handshake with the terminal is done, nothing more.
+    assert!(s.opener(0).established_at().is_some());
+    assert_eq!(counters(&s, 2)["resets_timed_out"], 0);
+    s.run_until(Instant::ZERO + Duration::from_secs(20));
+    let (term, gw) = (counters(&s, 1), counters(&s, 2));
+    assert_eq!(gw["resets_timed_out"], 1, "{gw:?}");
+    assert_eq!(term["resets_timed_out"], 1, "{term:?}");
+    assert_eq!((term["open"], gw["open"]), (0, 0));
+    assert_eq!(s.opener(0).bytes_delivered(), 0);
+    assert_eq!(s.opener(0).state(), satpep_proto::tcp::State::Closed);
+    assert!(s.done_at(0).is_none());
+}
+
+/// Over `max_streams`, a connection passes end to end, unaccelerated but whole: the terminal
+/// counts it and both ends relay it untouched.
+#[test]
+fn a_connection_over_max_streams_passes_unaccelerated_and_completes() {
+    let mut text = SCENARIO.to_string();
+    text.push_str(
+        "\n[[flow]]\nname = \"second\"\nfrom = \"cli\"\nto = \"srv\"\nstart = \"2.1s\"\n\
+         app = { kind = \"request_response\", request = \"100B\", response = \"1MB\" }\n",
+    );
+    let mut o = accel(&["flow.download.start=2s", "flow.download.app.response=1MB"]);
+    o[0] = o[0].replace(" }", ", max_streams = 1 }");
+    let loaded = satpep_scenario::load_str(&text, "geo_20_2.toml", &o).expect("loads");
+    let mut s = Simulation::new(&loaded.scenario);
+    s.run_until(Instant::ZERO + Duration::from_secs(60));
+    let (term, gw) = (counters(&s, 1), counters(&s, 2));
+    assert_eq!(
+        (term["connections"], term["unaccelerated"]),
+        (1, 1),
+        "{term:?}"
+    );
+    assert_eq!(gw["connections"], 1);
+    for i in 0..2 {
+        assert_eq!(s.opener(i).bytes_delivered(), 1_000_000, "flow {i}");
+    }
+    // The accelerated one a round trip after its request plus 1 MB at the link's rate; the
+    // other end to end (handshake, request, slow start over 600 ms): several times longer.
+    let fast = secs(s.done_at(0).expect("done")) - 2.0;
+    let slow = secs(s.done_at(1).expect("done")) - 2.1;
+    assert!(fast < 1.6, "{fast}");
+    assert!(slow > 2.0 * fast, "{slow} against {fast}");
+}
