@@ -80,6 +80,18 @@ pub fn every_kind() -> Vec<MiddleboxConfig> {
             key: Some(key),
             ..expander.clone()
         }),
+        // The accelerated PEP's two ends: hostile TCP from the clients' side, hostile UDP to
+        // the QUIC endpoint (quinn-proto parses it; our handling of its events is what runs).
+        MiddleboxConfig::Accel(Box::new(accel(
+            crate::accel::pep::Role::Terminal,
+            local,
+            remote,
+        ))),
+        MiddleboxConfig::Accel(Box::new(accel(
+            crate::accel::pep::Role::Gateway,
+            remote,
+            remote,
+        ))),
         MiddleboxConfig::Chain {
             elements: vec![
                 MiddleboxConfig::IpipTunnel(tunnel),
@@ -89,6 +101,27 @@ pub fn every_kind() -> Vec<MiddleboxConfig> {
             ],
         },
     ]
+}
+
+/// An accelerated-PEP end at `address` (a terminal's gateway: `gateway`) on the deployment path.
+fn accel(
+    role: crate::accel::pep::Role,
+    address: Ipv4Addr,
+    gateway: Ipv4Addr,
+) -> crate::accel::pep::AccelPepConfig {
+    let text = format!(
+        "role = \"{}\"\naddress = \"{address}\"\n{}forward = \"20Mbps\"\n\
+         return = \"2Mbps\"\nrtt = \"600ms\"\n",
+        match role {
+            crate::accel::pep::Role::Terminal => "terminal",
+            crate::accel::pep::Role::Gateway => "gateway",
+        },
+        match role {
+            crate::accel::pep::Role::Terminal => format!("gateway = \"{gateway}\"\n"),
+            crate::accel::pep::Role::Gateway => String::new(),
+        }
+    );
+    toml::from_str(&text).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Run the record stream in `data` through every middlebox of [`every_kind`].
@@ -282,6 +315,7 @@ mod tests {
             "IpipTunnel",
             "AckExpander",
             "Chain",
+            "Accel",
         ] {
             assert!(
                 names.iter().any(|n| n == want),
