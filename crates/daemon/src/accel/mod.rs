@@ -30,9 +30,9 @@
 //! from the bandwidth-delay product) and by `max_streams` per terminal; when a window is full
 //! the relay stops reading from TCP and the sender's own window closes (backpressure).
 //!
-//! The driver is quinn's tokio runtime around quinn-proto; the controllers and the stream
-//! header are sans-IO in `satpep_proto::accel` (a simulator driver of the same connection is
-//! future work: `sim` does not yet run the accelerated PEP).
+//! The driver is quinn's tokio runtime around quinn-proto; the controllers, the stream header,
+//! the QUIC settings and the TLS verification are sans-IO in `satpep_proto::accel`, where
+//! `pep.rs` drives the same connection as a simulator and emulator middlebox.
 
 pub mod tls;
 

@@ -544,14 +544,13 @@ impl AccelPep {
 
     /// Connection `i`'s packets out, and its next timer.
     fn transmit(&mut self, now: Instant, i: usize) {
-        let max = usize::from(self.config.mtu);
         loop {
             self.buf.clear();
             let at = self.std(now);
             let t = self.conns[i].conn.poll_transmit(at, 1, &mut self.buf);
             let Some(t) = t else { break };
             let bytes = std::mem::take(&mut self.buf);
-            self.send_udp(t.destination, &bytes[..t.size.min(max.max(t.size))]);
+            self.send_udp(t.destination, &bytes[..t.size]);
             self.buf = bytes;
         }
         let t = self.conns[i].conn.poll_timeout();
