@@ -147,6 +147,60 @@ fn tcp_cubic_transfer_reaches_the_link_rate() {
     assert!(netns::list(&format!("satpep-{}-", std::process::id())).is_empty());
 }
 
+/// The accelerated PEP as the emulator's middleboxes (`proto::accel::pep` on the terminal and
+/// gateway routers of scenarios/accel/geo_20_2.toml, PER 1e-3 both ways): real Linux TCP at
+/// both ends, its real bytes carried on a QUIC stream. A 20 MB download arrives byte for byte
+/// (xfer.py's sha256 of its deterministic stream), its first byte one satellite round trip
+/// after the request (the QUIC connection is up before the client starts), and both ends count
+/// it as one accelerated connection.
+#[test]
+fn real_tcp_through_the_simulated_accelerated_pep_arrives_byte_for_byte() {
+    let _serial = SERIAL.lock();
+    let name = "real_tcp_through_the_simulated_accelerated_pep_arrives_byte_for_byte";
+    if !can_emulate(name) {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text = std::fs::read_to_string(root.join("scenarios/accel/geo_20_2.toml")).unwrap();
+    let set = [
+        "node.term.middlebox={ kind = \"accel\", role = \"terminal\", address = \"10.77.0.2\", \
+         gateway = \"10.77.0.1\", forward = \"20Mbps\", return = \"2Mbps\", rtt = \"600ms\" }"
+            .to_string(),
+        "node.gw.middlebox={ kind = \"accel\", role = \"gateway\", address = \"10.77.0.1\", \
+         forward = \"20Mbps\", return = \"2Mbps\", rtt = \"600ms\" }"
+            .to_string(),
+    ];
+    let sc = satpep_scenario::load_str(&text, "geo_20_2.toml", &set)
+        .unwrap()
+        .scenario;
+    let xfer = root.join("bench/deploy/xfer.py");
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = EmuOptions::new(dir.path());
+    opts.server = Some(format!("python3 {} serve --port 5001", xfer.display()));
+    opts.client = Some(format!(
+        "python3 {} get --host {{server}} --port 5001 --size 20000000",
+        xfer.display()
+    ));
+    opts.client_delay = Duration::from_secs(3);
+    opts.duration = Some(Duration::from_secs(90));
+    let out = satpep_emu::run(&sc, &opts).unwrap();
+    let log = std::fs::read_to_string(&out.client_log).unwrap();
+    assert_eq!(out.summary.stop_reason, "client exited", "{log}");
+    let r: serde_json::Value = serde_json::from_str(log.trim()).unwrap();
+    assert_eq!(r["sha256_ok"], true, "{r}");
+    assert_eq!(r["received"], 20_000_000, "{r}");
+    let ttfb = r["ttfb_s"].as_f64().unwrap();
+    assert!((0.6..0.7).contains(&ttfb), "first byte after {ttfb} s");
+    let mbs = &out.summary.base.middleboxes;
+    for (node, c) in mbs.iter().map(|m| (m.node.as_str(), &m.counters)) {
+        assert_eq!(c["connections"], 1, "{node}: {c:?}");
+        assert_eq!(c["bytes_down"], 20_000_000, "{node}: {c:?}");
+        assert_eq!(c["unaccelerated"], 0, "{node}: {c:?}");
+    }
+    assert_eq!(mbs.len(), 2);
+    assert!(netns::list(&format!("satpep-{}-", std::process::id())).is_empty());
+}
+
 /// A consumer VSAT: 10 Mb/s forward, 64 kb/s return (250 ms each way), 20-packet return queue
 /// of kind `{kind}`.
 fn asymmetric(kind: &str) -> Scenario {
