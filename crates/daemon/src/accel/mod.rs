@@ -48,7 +48,7 @@ use satpep_proto::accel::transport;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::config::{AccelConfig, DaemonConfig, Role};
 use crate::kernel::{raise_fd_limit, transparent_listener};
@@ -406,6 +406,26 @@ async fn gateway(
                 .and_then(|c| c.first().map(|c| tls::fingerprint(c)))
                 .unwrap_or_default();
             info!(instance = %name, %remote, terminal = %who, "terminal connected");
+            // The satellite connection's path, once a second (`--verbose`): what a controller
+            // that does not fill the link is doing.
+            let watched = conn.clone();
+            let (wname, wremote) = (name.clone(), remote);
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_secs(1));
+                while watched.close_reason().is_none() {
+                    tick.tick().await;
+                    let p = watched.stats().path;
+                    let probe = watched
+                        .congestion_state()
+                        .into_any()
+                        .downcast::<satpep_proto::accel::cc::SatProbe>()
+                        .map(|c| format!("{:?} at {} B/s", c.state(), c.bandwidth()))
+                        .unwrap_or_default();
+                    debug!(instance = %wname, remote = %wremote, rtt_ms = p.rtt.as_secs_f64() * 1e3,
+                        cwnd = p.cwnd, sent = p.sent_packets, lost = p.lost_packets,
+                        congestion_events = p.congestion_events, probe, "satellite path");
+                }
+            });
             loop {
                 let Ok((send, recv)) = conn.accept_bi().await else {
                     break;
