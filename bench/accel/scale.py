@@ -14,6 +14,9 @@
       share (20 Mb/s / N: the capacity an operator grants it). Per-terminal goodput and Jain's
       fairness index (sum x)^2 / (N sum x^2).
 
+--congestion C sets every end's controller (default rate: each terminal's share is then
+configured; with probe each connection must find its share).
+
 --max-streams M sets every end's `max_streams` (default 10 000, the daemons' default): quinn
 keeps state for every stream a terminal may open, so a gateway's memory per terminal grows
 with it.
@@ -50,13 +53,14 @@ def link(name, a, b, rate, delay, per=None, queue=1000):
 
 
 MAX_STREAMS = 10_000
+CONGESTION = "rate"
 
 
 def accel(role, address, forward, ret, gateway=None):
     gw = f', gateway = "{gateway}"' if gateway else ""
     return (f'{{ kind = "accel", role = "{role}", address = "{address}"{gw}, '
             f'forward = "{forward}", return = "{ret}", rtt = "600ms", '
-            f'max_streams = {MAX_STREAMS} }}')
+            f'max_streams = {MAX_STREAMS}, congestion = "{CONGESTION}" }}')
 
 
 def run(text, seconds):
@@ -152,6 +156,8 @@ def terminals(n, seconds):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-streams", type=int, default=10_000)
+    ap.add_argument("--congestion", default="rate",
+                    help="every end's controller: rate (default), probe, bbr, cubic, new_reno")
     sub = ap.add_subparsers(dest="what", required=True)
     c = sub.add_parser("connections")
     c.add_argument("n", type=int)
@@ -160,8 +166,9 @@ def main():
     t.add_argument("n", type=int)
     t.add_argument("--seconds", type=int, default=60)
     a = ap.parse_args()
-    global MAX_STREAMS
+    global MAX_STREAMS, CONGESTION
     MAX_STREAMS = a.max_streams
+    CONGESTION = a.congestion
     r = connections(a.n, a.response) if a.what == "connections" else terminals(a.n, a.seconds)
     print(json.dumps(r, indent=1))
 
