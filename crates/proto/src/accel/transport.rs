@@ -233,6 +233,33 @@ mod tests {
         assert_eq!(ack_frequency(&none).0, 1000);
     }
 
+    /// The settings as quinn prints them (its fields are private; its `Debug` lists them all).
+    fn shown(end: End) -> String {
+        format!("{:?}", transport_config(&deploy(), end))
+    }
+
+    #[test]
+    fn the_transport_carries_the_windows_streams_and_ack_frequency_of_each_end() {
+        let (gw, term) = (shown(End::Gateway), shown(End::Terminal));
+        for t in [&gw, &term] {
+            assert!(t.contains("stream_receive_window: 6000000"), "{t}");
+            assert!(t.contains("receive_window: 12000000"), "{t}");
+            assert!(t.contains("send_window: 12000000"), "{t}");
+            assert!(t.contains("max_concurrent_uni_streams: 0"), "{t}");
+            assert!(t.contains("initial_mtu: 1452"), "{t}");
+            assert!(t.contains("initial_rtt: 600ms"), "{t}");
+            assert!(t.contains("keep_alive_interval: Some(1s)"), "{t}");
+        }
+        // Only the gateway accepts streams, and only it asks for fewer ACKs: one per 5
+        // packets (threshold 4 further ack-eliciting packets), reordering threshold 5.
+        assert!(gw.contains("max_concurrent_bidi_streams: 100"), "{gw}");
+        assert!(term.contains("max_concurrent_bidi_streams: 0"), "{term}");
+        assert!(gw.contains("ack_eliciting_threshold: 4"), "{gw}");
+        assert!(gw.contains("reordering_threshold: 5"), "{gw}");
+        assert!(gw.contains("max_ack_delay: Some(25ms)"), "{gw}");
+        assert!(term.contains("ack_frequency_config: None"), "{term}");
+    }
+
     #[test]
     fn the_congestion_names_are_the_configuration_s() {
         #[derive(Deserialize)]
