@@ -225,6 +225,17 @@ struct Satellite {
     embryos: HashMap<StreamId, Vec<u8>>,
 }
 
+impl Satellite {
+    fn new(handle: ConnectionHandle, conn: Connection) -> Self {
+        Self {
+            handle,
+            conn,
+            timeout: None,
+            embryos: HashMap::new(),
+        }
+    }
+}
+
 /// One TCP connection carried on a stream.
 struct Carried {
     half: Half,
@@ -430,12 +441,7 @@ impl AccelPep {
                     .accept(incoming, self.std(now), &mut self.buf, None)
                 {
                     Ok((handle, conn)) => {
-                        self.conns.push(Satellite {
-                            handle,
-                            conn,
-                            timeout: None,
-                            embryos: HashMap::new(),
-                        });
+                        self.conns.push(Satellite::new(handle, conn));
                         self.drive(now, self.conns.len() - 1);
                     }
                     Err(e) => {
@@ -1046,12 +1052,7 @@ impl Node for AccelPep {
                     .connect(self.std(now), cfg, remote, tls::SERVER_NAME)
                 {
                     Ok((handle, conn)) => {
-                        self.conns.push(Satellite {
-                            handle,
-                            conn,
-                            timeout: None,
-                            embryos: HashMap::new(),
-                        });
+                        self.conns.push(Satellite::new(handle, conn));
                         let i = self.conns.len() - 1;
                         self.drive(now, i);
                     }
