@@ -823,6 +823,25 @@ mod tests {
     }
 
     #[test]
+    fn the_packet_records_are_bounded_and_quinns_flight_count_wins() {
+        let mut p = SatProbe::new(SatProbeConfig::new(GEO), 1400);
+        let t = Instant::now();
+        for _ in 0..99_995 {
+            p.handle_sent(t, 1400);
+        }
+        // A batch of ten at 99 995 records: the five oldest go, never more.
+        p.handle_sent(t, 14_000);
+        assert_eq!(p.sent.len(), 100_000);
+        p.handle_sent(t, 1400);
+        assert_eq!(p.sent.len(), 100_000);
+        // Our own count says 140 MB in flight; quinn's (packets of discarded spaces, losses
+        // reported in bulk) is the one kept.
+        assert_eq!(p.inflight, 100_006 * 1400);
+        Controller::on_end_acks(&mut p, t, 2800, false, None);
+        assert_eq!(p.inflight, 2800);
+    }
+
+    #[test]
     fn probe_mode_keeps_its_rate_through_keep_alive_rounds() {
         // A measured rate (bulk rounds at 10 Mb/s), then 30 s of keep-alives: one packet a
         // second, acknowledged, not flagged as application-limited. The rate is still known
