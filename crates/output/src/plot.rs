@@ -1296,6 +1296,7 @@ mod tests {
                     snd_nxt: nxt,
                     delivered: nxt.saturating_sub(2 * cwnd),
                     retransmissions: 0,
+                    pacing_rate: None,
                 })
                 .unwrap();
             }

@@ -27,7 +27,7 @@ pub const LINKS_CSV: &str = "links.csv";
 
 /// Header row of `flows.csv`.
 pub const FLOWS_HEADER: &str = "time_s,flow,cwnd_bytes,ssthresh_bytes,srtt_ms,rto_ms,rwnd_bytes,\
-bytes_in_flight,snd_una_bytes,snd_nxt_bytes,delivered_bytes,retransmissions";
+bytes_in_flight,snd_una_bytes,snd_nxt_bytes,delivered_bytes,retransmissions,pacing_rate_bps";
 /// Header row of `links.csv`.
 pub const LINKS_HEADER: &str =
     "time_s,link,queue_packets,queue_bytes,throughput_bps,queue_drops,error_drops";
@@ -59,6 +59,8 @@ pub struct FlowSample {
     pub delivered: u64,
     /// Segments retransmitted so far (fast retransmit, RTO and SACK recovery).
     pub retransmissions: u64,
+    /// Pacing rate (bytes/s) of a paced sender (BBR); `None` when it does not pace.
+    pub pacing_rate: Option<u64>,
 }
 
 /// One sample of a link's queue and output (one row of `links.csv`).
@@ -134,11 +136,15 @@ impl SeriesWriter {
         }
         w.write_all(b",")?;
         write_millis(w, s.rto.as_nanos())?;
-        writeln!(
+        write!(
             w,
-            ",{},{},{},{},{},{}",
+            ",{},{},{},{},{},{},",
             s.rwnd, s.bytes_in_flight, s.snd_una, s.snd_nxt, s.delivered, s.retransmissions
         )?;
+        if let Some(rate) = s.pacing_rate {
+            write!(w, "{}", rate * 8)?;
+        }
+        w.write_all(b"\n")?;
         self.flows.write_all(&self.row)
     }
 
@@ -256,6 +262,7 @@ mod tests {
             snd_nxt: 2_921,
             delivered: 0,
             retransmissions: 0,
+            pacing_rate: None,
         }
     }
 
@@ -273,6 +280,7 @@ mod tests {
             snd_nxt: 5_000_014_600,
             delivered: 4_999_999_999,
             retransmissions: 3,
+            pacing_rate: Some(2_500_000),
             ..flow_sample()
         })
         .unwrap();
@@ -293,9 +301,9 @@ mod tests {
             flows,
             format!(
                 "{FLOWS_HEADER}\n\
-                 1.250000001,\"web,1\",14600,,,1000.000000,65535,2920,1,2921,0,0\n\
+                 1.250000001,\"web,1\",14600,,,1000.000000,65535,2920,1,2921,0,0,\n\
                  2.000000000,\"web,1\",14600,7300,560.250000,1000.000000,65535,2920,\
-                 5000000000,5000014600,4999999999,3\n"
+                 5000000000,5000014600,4999999999,3,20000000\n"
             )
         );
         let links = std::fs::read_to_string(dir.path().join(LINKS_CSV)).unwrap();
@@ -328,7 +336,7 @@ mod tests {
         );
         assert!(flows.ends_with('\n'));
         for line in flows.lines().skip(1) {
-            assert_eq!(line.split(',').count(), 12, "cut row: {line}");
+            assert_eq!(line.split(',').count(), 13, "cut row: {line}");
         }
     }
 
@@ -341,7 +349,7 @@ mod tests {
 
     #[test]
     fn header_has_the_documented_columns() {
-        assert_eq!(FLOWS_HEADER.split(',').count(), 12);
+        assert_eq!(FLOWS_HEADER.split(',').count(), 13);
         assert_eq!(LINKS_HEADER.split(',').count(), 7);
         assert!(FLOWS_HEADER.starts_with("time_s,flow,cwnd_bytes,ssthresh_bytes,srtt_ms"));
     }

@@ -267,6 +267,7 @@ fn sender_sample(now: Instant, flow: usize, ep: &TcpEndpoint, delivered: u64) ->
         snd_nxt: ep.bytes_sent_new(),
         delivered,
         retransmissions: ep.stats().retransmissions,
+        pacing_rate: ep.pacing_rate(),
     }
 }
 
@@ -1323,6 +1324,7 @@ impl Simulation {
             snd_nxt: sent_bytes,
             delivered: k.bytes,
             retransmissions: 0,
+            pacing_rate: None,
         };
         let udp = UdpSample {
             time: now,

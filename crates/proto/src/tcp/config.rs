@@ -14,6 +14,9 @@ pub enum CcAlgorithm {
     /// CUBIC (RFC 9438), as Linux runs by default.
     #[default]
     Cubic,
+    /// BBR v1 as Linux's `tcp_bbr.c`: a model of the path's rate and RTT sets a pacing rate
+    /// and the window; the sender paces its data (docs/tcp-profiles.md).
+    Bbr,
 }
 
 /// Loss recovery algorithm.

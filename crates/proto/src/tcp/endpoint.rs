@@ -28,11 +28,12 @@ use std::sync::Arc;
 
 use super::bytes::ByteStore;
 use super::cc::hystart::CSS_GROWTH_DIVISOR;
-use super::cc::{AnyCc, CongestionControl, HystartPlusPlus, Round, Window};
+use super::cc::{AnyCc, BbrAck, CaState, CongestionControl, HystartPlusPlus, Round, Window};
 use super::config::{
     FullAckCwnd, Hystart, PartialAckTimer, Recovery, RtoRearm, RtoSsthresh, SackRecovery, TcpConfig,
 };
 use super::ranges::RangeSet;
+use super::rate::{RateSampler, TxState};
 use super::rtt::RttEstimator;
 use super::stats::TcpStats;
 use crate::time::{Duration, Instant};
@@ -75,16 +76,23 @@ enum Timer {
     Reo = 4,
     /// TLP probe timeout (RFC 8985 §7.2).
     Pto = 5,
+    /// The next paced segment may leave (BBR); firing only wakes the sender.
+    Pace = 6,
 }
 
-const TIMERS: [Timer; 6] = [
+const TIMERS: [Timer; 7] = [
     Timer::Rto,
     Timer::DelayedAck,
     Timer::Persist,
     Timer::AppRead,
     Timer::Reo,
     Timer::Pto,
+    Timer::Pace,
 ];
+
+/// Segments Linux sends before pacing starts (`tcp_update_skb_after_send`:
+/// `data_segs_out >= 10`).
+const UNPACED_SEGMENTS: u64 = 10;
 
 /// WCDelAckT, the worst-case delayed-ACK time a probe waits for when one segment is in flight
 /// (RFC 8985 §7.2; Linux adds `TCP_RTO_MIN`, also 200 ms).
@@ -183,6 +191,8 @@ struct SentSegment {
     /// Retransmitted since it was last deemed lost, or retransmitted not lost (a probe): in
     /// flight once more (Linux `TCPCB_SACKED_RETRANS`).
     rtx_out: bool,
+    /// Delivery-rate record of its latest transmission (BBR).
+    tx: TxState,
 }
 
 /// A TCP endpoint. See the module documentation for the call order.
@@ -276,7 +286,7 @@ pub struct TcpEndpoint {
     ts_offset: u32,
     last_ack_sent: u64,
 
-    timers: [Option<Instant>; 6],
+    timers: [Option<Instant>; TIMERS.len()],
     stats: TcpStats,
     established_at: Option<Instant>,
     /// The owner reads received data explicitly with [`TcpEndpoint::read_to`] (relays).
@@ -286,6 +296,16 @@ pub struct TcpEndpoint {
     bytes: Option<Box<ByteStore>>,
     /// Opened by `listen`: a reset in SYN-RECEIVED returns to LISTEN (RFC 9293 §3.10.7.4).
     passive: bool,
+    /// Delivery rate samples (BBR).
+    rate: RateSampler,
+    /// Earliest departure of the next paced data segment (Linux `tcp_wstamp_ns`).
+    pace_next: Instant,
+    /// Data segments sent (Linux `data_segs_out`): pacing starts at the tenth.
+    data_segs_out: u64,
+    /// The RTT sample the ACK being processed gave, for BBR's min RTT.
+    ack_rtt: Option<Duration>,
+    /// Bytes the ACK being processed marked lost (BBR's `rs->losses`).
+    ack_losses: u64,
 }
 
 impl TcpEndpoint {
@@ -319,6 +339,7 @@ impl TcpEndpoint {
                 config.ca_byte_counting,
                 config.hystart,
                 config.cubic_variant,
+                u64::from(iss),
             ),
             hystart_pp: (config.hystart == Hystart::Rfc9406).then(HystartPlusPlus::default),
             sent_log: VecDeque::new(),
@@ -379,12 +400,17 @@ impl TcpEndpoint {
             ts_recent: 0,
             ts_offset: 0,
             last_ack_sent: 0,
-            timers: [None; 6],
+            timers: [None; TIMERS.len()],
             stats: TcpStats::default(),
             established_at: None,
             manual_read: false,
             bytes: None,
             passive: false,
+            rate: RateSampler::default(),
+            pace_next: Instant::ZERO,
+            data_segs_out: 0,
+            ack_rtt: None,
+            ack_losses: 0,
             config,
         }
     }
@@ -544,7 +570,7 @@ impl TcpEndpoint {
                     self.back_to_listen();
                 } else {
                     self.state = State::Closed;
-                    self.timers = [None; 6];
+                    self.timers = [None; TIMERS.len()];
                 }
             }
             return;
@@ -684,6 +710,7 @@ impl TcpEndpoint {
                     Timer::AppRead => self.maybe_window_update(),
                     Timer::Reo => self.on_rack_timer(now),
                     Timer::Pto => self.on_pto(now),
+                    Timer::Pace => {}
                 }
             }
         }
@@ -750,6 +777,14 @@ impl TcpEndpoint {
     /// Congestion window, bytes.
     pub fn cwnd(&self) -> u64 {
         self.win.cwnd
+    }
+    /// Pacing rate in bytes per second, if the sender paces (BBR).
+    pub fn pacing_rate(&self) -> Option<u64> {
+        self.cc.bbr().and_then(|b| b.pacing_rate())
+    }
+    /// BBR's state, if it is the congestion control.
+    pub fn bbr(&self) -> Option<&super::cc::Bbr> {
+        self.cc.bbr()
     }
     /// Slow-start threshold, bytes (`None` while unbounded).
     pub fn ssthresh(&self) -> Option<u64> {
@@ -901,6 +936,13 @@ impl TcpEndpoint {
         }
         self.snd_wl2 = 1;
         self.max_snd_wnd = self.max_snd_wnd.max(self.snd_wnd);
+        let srtt = self.rtt.srtt();
+        if let Some(r) = srtt {
+            self.rate.on_rtt(r);
+        }
+        if let Some(b) = self.cc.bbr_mut() {
+            b.init(now, &self.win, srtt, srtt);
+        }
     }
 
     fn poll_syn(&mut self, now: Instant, with_ack: bool) -> Option<TcpRepr> {
@@ -976,7 +1018,13 @@ impl TcpEndpoint {
 
     /// Segments are logged with their send times (`sack_rtt`, RACK, TLP).
     fn keeps_log(&self) -> bool {
-        self.config.sack_rtt || self.config.rack || self.config.tlp
+        self.config.sack_rtt || self.config.rack || self.config.tlp || self.bbr_on()
+    }
+
+    /// BBR sets cwnd and paces: the window rules of RFC 5681/6582/6937 stand aside (Linux calls
+    /// `cong_control` instead of `tcp_cong_avoid` and PRR).
+    fn bbr_on(&self) -> bool {
+        self.cc.bbr().is_some()
     }
 
     /// RACK loss detection runs (it needs SACK: RFC 8985 §5).
@@ -1012,8 +1060,14 @@ impl TcpEndpoint {
         };
         if self.frto_known(&f) > known_before {
             // Spurious (Linux `tcp_try_undo_loss(sk, true)` → `tcp_undo_cwnd_reduction`):
-            // cwnd and ssthresh back, no go-back-N.
-            self.win.cwnd = self.win.cwnd.max(f.prior_cwnd);
+            // cwnd and ssthresh back, no go-back-N. BBR's `undo_cwnd` keeps the window (it
+            // restores its own when the Loss state ends).
+            if let Some(b) = self.cc.bbr_mut() {
+                let stamp = self.rate.delivered_time().unwrap_or(Instant::ZERO);
+                b.on_undo(stamp, self.rate.delivered(), self.rate.lost());
+            } else {
+                self.win.cwnd = self.win.cwnd.max(f.prior_cwnd);
+            }
             self.win.ssthresh = self.win.ssthresh.max(f.prior_ssthresh);
             self.last_recover = f.prior_recover;
             self.recover_by_rto = false;
@@ -1140,6 +1194,11 @@ impl TcpEndpoint {
             }
             let elapsed = now.saturating_since(s.xmit).as_nanos();
             if elapsed >= wait {
+                if self.bbr_on() {
+                    let bytes = (s.end - from) - self.scoreboard.covered(from, s.end);
+                    self.ack_losses += bytes;
+                    self.rate.on_lost(bytes);
+                }
                 let m = &mut self.sent_log[i];
                 m.lost = true;
                 m.rtx_out = false;
@@ -1329,6 +1388,12 @@ impl TcpEndpoint {
     }
 
     fn poll_data(&mut self, now: Instant) -> Option<TcpRepr> {
+        if self.bbr_on() && now < self.pace_next {
+            // Paced (Linux `tcp_pacing_check`): data waits for its departure time; ACKs and
+            // the FIN below do not.
+            self.set_timer(Timer::Pace, self.pace_next);
+            return None;
+        }
         if let Some(off) = self.rtx_now.take() {
             if off < self.snd_max.min(self.data_end()) && off >= self.snd_una {
                 return Some(self.send_range(now, off, self.smss, true));
@@ -1354,6 +1419,7 @@ impl TcpEndpoint {
         let data_end = self.data_end();
         if self.snd_nxt >= data_end {
             self.cwnd_limited = false;
+            self.check_app_limited();
             return None;
         }
         // Skip what the peer already SACKed when resending after an RTO.
@@ -1427,8 +1493,13 @@ impl TcpEndpoint {
         if let Some(r) = self.recovery.as_mut() {
             r.prr_out += len;
         }
+        let tx = if self.bbr_on() {
+            self.on_data_sent(now, len)
+        } else {
+            TxState::default()
+        };
         if self.keeps_log() {
-            self.log_sent(now, off, end);
+            self.log_sent(now, off, end, tx);
         }
         if retransmission {
             self.stats.retransmissions += 1;
@@ -1462,8 +1533,110 @@ impl TcpEndpoint {
         seg
     }
 
-    /// `sack_rtt`: remember when `off..end` was first sent, or that it has been sent again.
-    fn log_sent(&mut self, now: Instant, off: u64, end: u64) {
+    /// BBR: a data segment of `len` bytes leaves at `now`. Its delivery-rate record, the
+    /// restart from idle (`CA_EVENT_TX_START`), and the next departure time: `len` at the
+    /// pacing rate after this one, less up to half of it when the sender was behind schedule
+    /// (Linux `tcp_update_skb_after_send`); the first ten segments go unpaced.
+    fn on_data_sent(&mut self, now: Instant, len: u64) -> TxState {
+        let idle = self.snd_una >= self.snd_max;
+        if idle && self.rate.is_app_limited() {
+            let srtt = self.rtt.srtt();
+            if let Some(b) = self.cc.bbr_mut() {
+                b.on_tx_start(now, srtt, &mut self.win);
+            }
+        }
+        let tx = self.rate.on_sent(now, idle);
+        self.data_segs_out += 1;
+        let prior = self.pace_next;
+        self.pace_next = prior.max(now);
+        let rate = self.cc.bbr().and_then(|b| b.pacing_rate()).unwrap_or(0);
+        if self.data_segs_out >= UNPACED_SEGMENTS && rate > 0 {
+            let len_ns = (u128::from(len) * 1_000_000_000 / u128::from(rate)) as u64;
+            let credit = self.pace_next.saturating_since(prior).as_nanos();
+            self.pace_next += Duration(len_ns - credit.min(len_ns / 2));
+        }
+        tx
+    }
+
+    /// Nothing is left to send: if the window has room and no loss waits to be resent, the
+    /// delivery rate samples that follow describe the application, not the path
+    /// (`tcp_rate_check_app_limited`).
+    fn check_app_limited(&mut self) {
+        if !self.bbr_on() || self.recovery.is_some() || self.in_rto_recovery() {
+            return;
+        }
+        let in_flight = self.bbr_in_flight();
+        if in_flight < self.win.cwnd {
+            self.rate.on_app_limited(in_flight);
+        }
+    }
+
+    /// Bytes in flight as Linux's `tcp_packets_in_flight` counts them: outside any recovery
+    /// and with nothing SACKed, everything unacknowledged; else RFC 6675's pipe.
+    fn bbr_in_flight(&self) -> u64 {
+        if self.scoreboard.is_empty() && self.recovery.is_none() && !self.in_rto_recovery() {
+            self.snd_max - self.snd_una
+        } else {
+            self.pipe()
+        }
+    }
+
+    /// BBR's turn at the end of an ACK (`tcp_rate_gen` then `bbr_main`).
+    fn bbr_on_ack(&mut self, now: Instant, prior_in_flight: u64) {
+        let rs = self
+            .rate
+            .generate(now, self.ack_losses, self.ack_rtt, prior_in_flight);
+        let state = if self.recovery.is_some() {
+            CaState::Recovery
+        } else if self.in_rto_recovery() {
+            CaState::Loss
+        } else {
+            CaState::Open
+        };
+        let in_flight = self.bbr_in_flight();
+        let a = BbrAck {
+            rs,
+            state,
+            in_flight,
+            delivered: self.rate.delivered(),
+            delivered_time: self.rate.delivered_time().unwrap_or(now),
+            lost: self.rate.lost(),
+            srtt: self.rtt.srtt(),
+            edt: self.pace_next.max(now),
+            mss: self.smss,
+        };
+        if let Some(b) = self.cc.bbr_mut() {
+            if b.on_ack(now, &a, &mut self.win) {
+                self.rate.on_app_limited(in_flight);
+            }
+        }
+    }
+
+    /// BBR: the segments the SACK `blocks` (now in the scoreboard) cover whole for the first
+    /// time are delivered (`tcp_sacktag_one` → `tcp_rate_skb_delivered`).
+    fn rate_sacked(&mut self, blocks: &[(u64, u64)]) {
+        for &(l, r) in blocks {
+            let first = self.sent_log.partition_point(|s| s.end <= l);
+            for i in first..self.sent_log.len() {
+                let s = self.sent_log[i];
+                if s.start >= r {
+                    break;
+                }
+                if s.tx.delivered_time.is_none()
+                    || self.scoreboard.covered(s.start, s.end) < s.end - s.start
+                {
+                    continue;
+                }
+                let seg = &mut self.sent_log[i];
+                self.rate
+                    .on_delivered(&mut seg.tx, s.xmit, s.end, s.end - s.start, true);
+            }
+        }
+    }
+
+    /// `sack_rtt`: remember when `off..end` was first sent, or that it has been sent again;
+    /// `tx` is the transmission's delivery-rate record.
+    fn log_sent(&mut self, now: Instant, off: u64, end: u64, tx: TxState) {
         let first = self.sent_log.partition_point(|s| s.end <= off);
         for s in self.sent_log.range_mut(first..) {
             if s.start >= end {
@@ -1472,6 +1645,7 @@ impl TcpEndpoint {
             s.retransmitted = true;
             s.xmit = now;
             s.rtx_out = true;
+            s.tx = tx;
         }
         let logged_to = self.sent_log.back().map_or(0, |s| s.end);
         if end > logged_to.max(off) {
@@ -1485,6 +1659,7 @@ impl TcpEndpoint {
                 xmit: now,
                 lost: false,
                 rtx_out: false,
+                tx,
             });
         }
     }
@@ -1764,6 +1939,10 @@ impl TcpEndpoint {
             return;
         }
         let ack_off = ack_off as u64;
+        let bbr = self.bbr_on();
+        let prior_in_flight = if bbr { self.bbr_in_flight() } else { 0 };
+        self.ack_rtt = None;
+        self.ack_losses = 0;
         let una_before = self.snd_una;
         let recovery_before = self.recovery.is_some();
         let sacked_before = self.scoreboard.total();
@@ -1790,6 +1969,9 @@ impl TcpEndpoint {
             }
             for &(l, r) in &blocks[..n] {
                 new_sack |= self.scoreboard.insert(l, r) > 0;
+            }
+            if bbr {
+                self.rate_sacked(&blocks[..n]);
             }
         }
         let old_wnd = self.snd_wnd;
@@ -1855,7 +2037,19 @@ impl TcpEndpoint {
             // RFC 8985 §7.2: (re)start the probe timer on an ACK of new data.
             self.schedule_pto(now);
         }
-        if self.config.prr && self.in_sack_recovery() {
+        if bbr && !self.rack_on() && self.uses_sack() {
+            // RFC 6675 IsLost: the unSACKed bytes the loss boundary passed.
+            let from = boundary_before.max(self.snd_una);
+            let to = self.loss_boundary();
+            if to > from {
+                let lost = (to - from) - self.scoreboard.covered(from, to);
+                self.ack_losses += lost;
+                self.rate.on_lost(lost);
+            }
+        }
+        if bbr {
+            self.bbr_on_ack(now, prior_in_flight);
+        } else if self.config.prr && self.in_sack_recovery() {
             // DeliveredData (RFC 6937 §3): the change in SND.UNA plus the change in SACKed bytes.
             let delivered =
                 (self.snd_una - una_before + self.scoreboard.total()).saturating_sub(sacked_before);
@@ -1916,6 +2110,8 @@ impl TcpEndpoint {
 
     /// An RTT sample `r` was taken: delay-based slow-start exits see it.
     fn rtt_sample_hooks(&mut self, now: Instant, r: Duration) {
+        self.ack_rtt = Some(r);
+        self.rate.on_rtt(r);
         let round = Round {
             snd_una: self.snd_una,
             snd_nxt: self.snd_max,
@@ -1958,7 +2154,15 @@ impl TcpEndpoint {
             self.rtt.on_sample(now, r);
         }
         self.snd_una = ack_off;
-        while self.sent_log.front().is_some_and(|s| s.end <= ack_off) {
+        while let Some(s) = self.sent_log.front_mut() {
+            if s.end > ack_off {
+                break;
+            }
+            if s.tx.delivered_time.is_some() {
+                // Not SACKed before: delivered now (`tcp_clean_rtx_queue`).
+                let (xmit, end, len) = (s.xmit, s.end, s.end - s.start);
+                self.rate.on_delivered(&mut s.tx, xmit, end, len, false);
+            }
             self.sent_log.pop_front();
         }
         if let Some(r) = sample {
@@ -1979,15 +2183,17 @@ impl TcpEndpoint {
                 // Full ACK (or any new ACK for Reno): leave recovery with cwnd = ssthresh
                 // (RFC 6582 §3.2 step 3, option 1: min(ssthresh, max(FlightSize, SMSS) + SMSS)).
                 let flight = self.snd_max - self.snd_una;
-                self.win.cwnd = match self.config.recovery {
-                    Recovery::NewReno
-                        if !self.in_sack_recovery()
-                            && self.config.full_ack_cwnd == FullAckCwnd::Flight =>
-                    {
-                        self.win.ssthresh.min(flight.max(self.smss) + self.smss)
-                    }
-                    _ => self.win.ssthresh,
-                };
+                if !self.bbr_on() {
+                    self.win.cwnd = match self.config.recovery {
+                        Recovery::NewReno
+                            if !self.in_sack_recovery()
+                                && self.config.full_ack_cwnd == FullAckCwnd::Flight =>
+                        {
+                            self.win.ssthresh.min(flight.max(self.smss) + self.smss)
+                        }
+                        _ => self.win.ssthresh,
+                    };
+                }
                 if self.config.full_ack_cwnd == FullAckCwnd::SsthreshAndGrow
                     && !self.in_sack_recovery()
                 {
@@ -2006,7 +2212,9 @@ impl TcpEndpoint {
                     // path the Impatient variant's single restart races the RTO against the
                     // third hole's repair.
                     self.rtx_now = Some(self.snd_una);
-                    self.win.cwnd = self.win.cwnd.saturating_sub(acked) + self.smss;
+                    if !self.bbr_on() {
+                        self.win.cwnd = self.win.cwnd.saturating_sub(acked) + self.smss;
+                    }
                     rec.partial_acks += 1;
                 }
                 rec.high_rxt = rec.high_rxt.max(self.snd_una);
@@ -2017,6 +2225,7 @@ impl TcpEndpoint {
                 }
                 self.recovery = Some(rec);
             }
+            None if self.bbr_on() => {}
             None => {
                 let growing = if self.win.in_slow_start() {
                     flight_before * 2 >= self.win.cwnd
@@ -2068,7 +2277,7 @@ impl TcpEndpoint {
                 if let Some(rec) = self.recovery.as_mut() {
                     rec.pipe_pkts -= 1;
                 }
-            } else if !self.in_sack_recovery() {
+            } else if !self.in_sack_recovery() && !self.bbr_on() {
                 // Fast recovery: each further duplicate means a segment left the network.
                 self.win.cwnd += self.smss;
             }
@@ -2133,7 +2342,13 @@ impl TcpEndpoint {
             pipe_pkts: ((self.snd_max - self.snd_una) / self.smss) as i64
                 - i64::from(self.config.dupthresh),
         });
-        if !self.in_sack_recovery() {
+        if self.bbr_on() {
+            if !self.uses_sack() {
+                // Linux `tcp_mark_head_lost` without SACK: the head segment.
+                self.ack_losses += self.smss;
+                self.rate.on_lost(self.smss);
+            }
+        } else if !self.in_sack_recovery() {
             self.win.cwnd = self.win.ssthresh + 3 * self.smss;
         }
         self.rtx_now = Some(self.snd_una);
@@ -2201,10 +2416,27 @@ impl TcpEndpoint {
             }
         };
         if let Some(base) = base {
-            self.win.cwnd = base;
+            if !self.bbr_on() {
+                self.win.cwnd = base;
+            }
             self.cc.on_rto(now, base, &mut self.win);
         }
         self.cc.on_rto_round(now, self.snd_max);
+        if self.bbr_on() {
+            // Linux `tcp_enter_loss` marks everything unSACKed lost, then BBR sees the Loss
+            // state.
+            let unsacked =
+                (self.snd_max - self.snd_una) - self.scoreboard.covered(self.snd_una, self.snd_max);
+            self.rate.on_lost(unsacked);
+            let (stamp, delivered, lost) = (
+                self.rate.delivered_time().unwrap_or(now),
+                self.rate.delivered(),
+                self.rate.lost(),
+            );
+            if let Some(b) = self.cc.bbr_mut() {
+                b.on_loss_state(stamp, delivered, lost);
+            }
+        }
         if let Some(h) = self.hystart_pp.as_mut() {
             h.on_loss();
         }
@@ -2767,6 +2999,7 @@ mod rack_tests {
                 xmit: Instant(t * MS),
                 lost: false,
                 rtx_out: false,
+                tx: TxState::default(),
             });
         }
         ep.snd_nxt = 1 + 1000 * sent_ms.len() as u64;
@@ -2846,6 +3079,7 @@ mod rack_tests {
             xmit: Instant(10 * MS),
             lost: false,
             rtx_out: false,
+            tx: TxState::default(),
         };
         let mut rack = Rack {
             fack: 5001,

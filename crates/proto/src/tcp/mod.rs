@@ -10,6 +10,7 @@ pub mod cc;
 mod config;
 mod endpoint;
 mod ranges;
+mod rate;
 mod rtt;
 pub mod script;
 mod stats;
@@ -20,6 +21,7 @@ pub use config::{
 };
 pub use endpoint::{State, TcpEndpoint};
 pub use ranges::RangeSet;
+pub use rate::RateSample;
 pub use rtt::RttEstimator;
 pub use stats::TcpStats;
 

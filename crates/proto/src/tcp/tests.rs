@@ -453,7 +453,7 @@ fn rto_backs_off_exponentially_while_the_path_is_dead() {
 
 #[test]
 fn reno_cubic_and_recoveries_all_deliver_every_byte_under_loss() {
-    for cc in [CcAlgorithm::Reno, CcAlgorithm::Cubic] {
+    for cc in [CcAlgorithm::Reno, CcAlgorithm::Cubic, CcAlgorithm::Bbr] {
         for rec in [Recovery::Reno, Recovery::NewReno, Recovery::Sack] {
             let cfg = TcpConfig {
                 cc,
@@ -1016,4 +1016,69 @@ fn hystart_sets_ssthresh_before_any_loss_and_plain_slow_start_does_not() {
             ),
         }
     }
+}
+
+/// BBR paces: the first ten data segments leave at once (Linux paces from `data_segs_out` 10),
+/// the window's next ones at the first pacing rate, 2/ln 2 · 10 segments / SRTT less 1 %
+/// (SRTT = the handshake's 60 ms): ⌊⌊⌊14 480 B / 60 ms⌋ · 739/256⌋ · 0.99⌋ = 689 693 B/s,
+/// one 1448-byte segment every 2.099 484 ms, the first of them after half a gap (the sender
+/// was idle: Linux's credit for being behind schedule).
+#[test]
+fn bbr_paces_after_the_first_ten_segments_at_its_first_rate() {
+    let cfg = TcpConfig {
+        cc: CcAlgorithm::Bbr,
+        ..TcpConfig::default()
+    };
+    let mut p = Pair::new(cfg.clone(), cfg, Duration::from_millis(30));
+    p.run_until(at_ms(100));
+    p.send(100_000);
+    p.run_until(at_ms(200));
+    assert_eq!(p.a.pacing_rate(), Some(689_693));
+    let sends: Vec<u64> = p
+        .log
+        .iter()
+        .filter(|(_, a, s)| *a && s.payload_len > 0)
+        .map(|w| w.0.as_nanos())
+        .collect();
+    assert!(sends.len() >= 16, "{sends:?}");
+    assert!(sends[..10].iter().all(|&t| t == sends[0]), "{sends:?}");
+    let gap = 1448 * 1_000_000_000 / 689_693;
+    let gaps: Vec<u64> = sends[10..16].windows(2).map(|w| w[1] - w[0]).collect();
+    assert_eq!(
+        gaps,
+        vec![gap / 2 + gap % 2, gap, gap, gap, gap],
+        "{sends:?}"
+    );
+}
+
+/// On a 10 Mb/s, 100 ms path with a deep queue, BBR fills the link (≥ 95 % after its
+/// start-up) with a standing queue bounded by its 2·BDP window: at most one BDP (125 kB,
+/// 86 segments) queued, where CUBIC fills the queue until it drops.
+#[test]
+fn bbr_fills_the_bottleneck_with_a_queue_of_at_most_one_bdp() {
+    let cfg = TcpConfig {
+        cc: CcAlgorithm::Bbr,
+        send_buffer: ByteSize(64 << 20),
+        recv_buffer: ByteSize(64 << 20),
+        ..TcpConfig::default()
+    };
+    let mut p = Pair::new(cfg.clone(), cfg, Duration::from_millis(50));
+    p.rate = Some(Bitrate(10_000_000));
+    p.run_until(at_ms(200));
+    p.send(40_000_000);
+    p.run_until(at_ms(5_000));
+    let at5 = p.b.bytes_delivered();
+    let mut max_queue = 0;
+    for t in (5_100..=25_000).step_by(100) {
+        p.run_until(at_ms(t));
+        max_queue = max_queue.max(p.a.bytes_in_flight());
+    }
+    let rate = (p.b.bytes_delivered() - at5) * 8 / 20;
+    assert!(rate >= 9_500_000 * 1448 / 1500, "{rate} b/s");
+    // In flight = BDP (125 000 B) + queue: the queue stays under one more BDP.
+    assert!(
+        max_queue <= 2 * 125_000 + 10 * 1448,
+        "in flight {max_queue}"
+    );
+    assert_eq!(p.a.stats().retransmissions, 0);
 }

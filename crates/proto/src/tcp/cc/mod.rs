@@ -3,11 +3,13 @@
 //! Loss *recovery* (which segment to retransmit, window inflation) lives in the endpoint; the
 //! controller only decides how cwnd grows on ACKs and what ssthresh becomes on a congestion event.
 
+mod bbr;
 mod cubic;
 mod cubic_linux;
 pub(crate) mod hystart;
 mod reno;
 
+pub use bbr::{Bbr, BbrAck, BbrMode, CaState};
 pub use cubic::Cubic;
 pub use cubic_linux::LinuxCubic;
 pub use hystart::{HystartPlusPlus, LinuxHystart};
@@ -72,21 +74,26 @@ pub enum AnyCc {
     Cubic(Cubic),
     /// CUBIC in Linux's arithmetic (`tcp_cubic.c`).
     LinuxCubic(LinuxCubic),
+    /// BBR v1 (`tcp_bbr.c`); boxed, being four times the size of the others. It sets cwnd
+    /// itself on every ACK ([`Bbr::on_ack`]), so the window hooks below only save the window.
+    Bbr(Box<Bbr>),
 }
 
 impl AnyCc {
     /// A controller for `algo`; `ca_byte_counting`: Reno counts bytes acknowledged, not ACKs,
     /// in congestion avoidance (CUBIC always counts segments acknowledged); `hystart =
     /// Linux` gives CUBIC Linux's HyStart (other values are not the controller's business);
-    /// `cubic` picks RFC 9438's CUBIC or Linux's.
+    /// `cubic` picks RFC 9438's CUBIC or Linux's; `seed` draws BBR's random gain phase.
     pub fn new(
         algo: CcAlgorithm,
         ca_byte_counting: bool,
         hystart: Hystart,
         cubic: CubicVariant,
+        seed: u64,
     ) -> Self {
         let linux_hystart = hystart == Hystart::Linux;
         match (algo, cubic) {
+            (CcAlgorithm::Bbr, _) => Self::Bbr(Box::new(Bbr::new(seed))),
             (CcAlgorithm::Reno, _) => Self::Reno(Reno::new(ca_byte_counting)),
             (CcAlgorithm::Cubic, CubicVariant::Rfc9438) => Self::Cubic(Cubic::new(linux_hystart)),
             (CcAlgorithm::Cubic, CubicVariant::Linux) => {
@@ -102,6 +109,7 @@ impl CongestionControl for AnyCc {
             Self::Reno(c) => c.on_ack(now, acked, w, srtt),
             Self::Cubic(c) => c.on_ack(now, acked, w, srtt),
             Self::LinuxCubic(c) => c.on_ack(now, acked, w, srtt),
+            Self::Bbr(_) => {}
         }
     }
     fn on_congestion(&mut self, now: Instant, flight: u64, w: &mut Window) {
@@ -109,6 +117,7 @@ impl CongestionControl for AnyCc {
             Self::Reno(c) => c.on_congestion(now, flight, w),
             Self::Cubic(c) => c.on_congestion(now, flight, w),
             Self::LinuxCubic(c) => c.on_congestion(now, flight, w),
+            Self::Bbr(c) => c.save_cwnd(w),
         }
     }
     fn on_rto(&mut self, now: Instant, flight: u64, w: &mut Window) {
@@ -116,6 +125,7 @@ impl CongestionControl for AnyCc {
             Self::Reno(c) => c.on_rto(now, flight, w),
             Self::Cubic(c) => c.on_rto(now, flight, w),
             Self::LinuxCubic(c) => c.on_rto(now, flight, w),
+            Self::Bbr(c) => c.save_cwnd(w),
         }
     }
     fn on_rtt_sample(&mut self, now: Instant, rtt: Duration, round: Round, w: &mut Window) {
@@ -123,6 +133,7 @@ impl CongestionControl for AnyCc {
             Self::Reno(c) => c.on_rtt_sample(now, rtt, round, w),
             Self::Cubic(c) => c.on_rtt_sample(now, rtt, round, w),
             Self::LinuxCubic(c) => c.on_rtt_sample(now, rtt, round, w),
+            Self::Bbr(_) => {}
         }
     }
     fn on_rto_round(&mut self, now: Instant, snd_nxt: u64) {
@@ -130,6 +141,7 @@ impl CongestionControl for AnyCc {
             Self::Reno(c) => c.on_rto_round(now, snd_nxt),
             Self::Cubic(c) => c.on_rto_round(now, snd_nxt),
             Self::LinuxCubic(c) => c.on_rto_round(now, snd_nxt),
+            Self::Bbr(_) => {}
         }
     }
 }
@@ -140,7 +152,23 @@ impl AnyCc {
         match self {
             Self::Cubic(c) => c.hystart_detections(),
             Self::LinuxCubic(c) => c.hystart_detections(),
-            Self::Reno(_) => (0, 0),
+            Self::Reno(_) | Self::Bbr(_) => (0, 0),
+        }
+    }
+
+    /// BBR, which owns cwnd and paces: the endpoint's window rules stand aside for it.
+    pub fn bbr(&self) -> Option<&Bbr> {
+        match self {
+            Self::Bbr(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// BBR, mutably.
+    pub fn bbr_mut(&mut self) -> Option<&mut Bbr> {
+        match self {
+            Self::Bbr(b) => Some(b),
+            _ => None,
         }
     }
 }
