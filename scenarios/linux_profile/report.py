@@ -30,7 +30,7 @@ print("| cc | PER | paired runs (seeds) | emu goodput Mb/s (mean ± sd) | sim go
       "diff sim vs emu, paired (95 % CI) | sim, all seeds (n) | retx emu / sim | RTOs emu / sim | "
       "fwd error drops emu / sim | iperf3 recv Mb/s | emu lateness p99 max (µs) |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-for cc in ("cubic", "reno"):
+for cc in ("cubic", "reno", "bbr"):
     for per in ("0", "0.001", "0.01"):
         c = f"{out}/{cc}-per{per}"
         if not os.path.isdir(c):

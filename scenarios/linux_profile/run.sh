@@ -14,7 +14,10 @@
 #      runs per case, default RUNS; the table then compares RUNS emu runs with SIM_RUNS sim runs),
 #      CASES (emulator cases to run, e.g. "cubic:0.01 reno:0.001"; default all six),
 #      SIM_SET (extra `--set` overrides for the simulator runs, space-separated, e.g.
-#      "defaults.tcp.rack=false defaults.tcp.tlp=false" for the model without RACK-TLP).
+#      "defaults.tcp.rack=false defaults.tcp.tlp=false" for the model without RACK-TLP),
+#      SCENARIO (default geo.toml; links named fwd and ret, hosts srv and term, flow bulk),
+#      CCS (congestion controls of the cases, default "cubic reno"), PER_LINKS (links whose
+#      error.per each case sets, default "fwd").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs="${1:-5}"
@@ -25,7 +28,7 @@ max_load="${MAX_LOAD:-1.2}"
 sim_runs="${SIM_RUNS:-$runs}"
 [ "$sim_runs" -ge "$runs" ] || sim_runs=$runs
 here=scenarios/linux_profile
-sc=$here/geo.toml
+sc=${SCENARIO:-$here/geo.toml}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 if [ -z "${SATPEP_BIN:-}" ]; then
@@ -56,8 +59,12 @@ wait_quiet() {
 
 sim_set=()
 for kv in ${SIM_SET:-}; do sim_set+=(--set "$kv"); done
+per_set() { # $1: PER; prints the --set arguments of every link in PER_LINKS
+    local l
+    for l in ${PER_LINKS:-fwd}; do printf '%s\n' --set "link.$l.error.per=$1"; done
+}
 cases=()
-for per in 0 0.001 0.01; do for cc in cubic reno; do cases+=("$cc:$per"); done; done
+for per in 0 0.001 0.01; do for cc in ${CCS:-cubic reno}; do cases+=("$cc:$per"); done; done
 # CASES="cubic:0.01 reno:0.01 ..." restricts the emulator runs to those cases (e.g. to add runs
 # where the variance is; the lossless cases repeat to within 0.01 %).
 emu_cases=(${CASES:-${cases[@]}})
@@ -67,7 +74,8 @@ for i in $(seq 1 "$sim_runs"); do
         cc=${k%%:*} per=${k#*:} c="$out/${k%%:*}-per${k#*:}"
         if [ ! -f "$c/sim-$i/result.json" ]; then
             mkdir -p "$c"
-            "$bin" sim "$sc" --seed "$i" --set "link.fwd.error.per=$per" \
+            mapfile -t ps < <(per_set "$per")
+            "$bin" sim "$sc" --seed "$i" "${ps[@]}" \
                 --set defaults.tcp.profile=linux --set "defaults.tcp.cc=$cc" "${sim_set[@]}" \
                 --out "$c/sim-$i" -q >/dev/null
             python3 $here/analyze.py "$c/sim-$i" sim "$window" >"$c/sim-$i/result.json"
@@ -99,7 +107,8 @@ for i in $(seq 1 "$runs"); do
         # beside it during the run and moved in afterwards.
         rm -rf "$c/emu-$i" "$c/emu-$i.extra" "$c/emu-$i.stdout"
         mkdir -p "$c/emu-$i.extra"
-        "$bin" emu "$sc" --seed "$i" --set "link.fwd.error.per=$per" --out "$c/emu-$i" \
+        mapfile -t ps < <(per_set "$per")
+        "$bin" emu "$sc" --seed "$i" "${ps[@]}" --out "$c/emu-$i" \
             --duration 75s --quiet --server-on term --server 'iperf3 -s -1 -J' --client-on srv \
             --client "$PWD/$here/emu_client.sh {server} $cc $secs $c/emu-$i.extra" \
             >"$c/emu-$i.stdout" 2>&1 || echo "emu exit $? ($c/emu-$i)" >&2
@@ -112,4 +121,4 @@ for i in $(seq 1 "$runs"); do
     done
 done
 python3 $here/report.py "$out" | tee "$out/table.md"
-python3 $here/plot.py "$out" "$out/cwnd.png"
+if [ -d "$out/cubic-per0" ]; then python3 $here/plot.py "$out" "$out/cwnd.png"; fi
