@@ -182,6 +182,10 @@ pub enum RttEstimatorKind {
     #[default]
     #[serde(rename = "rfc6298")]
     Rfc6298,
+    /// Linux's `tcp_rtt_estimator` in µs: negative errors weigh an eighth in the mean
+    /// deviation, and RTO = SRTT + the largest deviation of the last round trip (at least
+    /// `min_rto`), which decays by a quarter per round trip, not per sample.
+    Linux,
     /// ns-2.35's `rtt_update` / `rtt_timeout` / `rtt_backoff`: a sample is the number of
     /// `clock_granularity` ticks (`tcpTick_`) it crosses, at least 1; SRTT and RTTVAR are kept
     /// in ticks with 3 and 2 fractional bits and truncating shifts; RTO = SRTT + 4·RTTVAR in
@@ -435,6 +439,7 @@ impl TcpConfig {
                 quickacks: 16,
                 min_rto: Duration::from_millis(200),
                 max_rto: Duration::from_secs(120),
+                rtt_estimator: RttEstimatorKind::Linux,
                 abc_segments: u32::MAX,
                 ca_byte_counting: true,
                 clock_granularity: Duration::from_millis(200),

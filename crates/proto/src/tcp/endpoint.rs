@@ -604,7 +604,7 @@ impl TcpEndpoint {
                 self.snd_una = 1;
                 self.snd_nxt = self.snd_nxt.max(1);
                 if let (Some(t), false) = (self.syn_sent_at, self.syn_retransmitted) {
-                    self.rtt.on_sample(now, now - t);
+                    self.rtt.on_sample_in_round(now, now - t, 1, 1);
                 }
                 self.establish(now, seg);
                 self.ack_now = true;
@@ -624,7 +624,7 @@ impl TcpEndpoint {
                 self.snd_una = 1;
                 self.snd_nxt = self.snd_nxt.max(1);
                 if let (Some(t), false) = (self.syn_sent_at, self.syn_retransmitted) {
-                    self.rtt.on_sample(now, now - t);
+                    self.rtt.on_sample_in_round(now, now - t, 1, 1);
                 }
                 self.establish(now, seg);
             }
@@ -1416,6 +1416,9 @@ impl TcpEndpoint {
         if self.in_sack_recovery() {
             return self.poll_sack_recovery(now);
         }
+        if let Some(seg) = self.poll_loss_state_rack(now) {
+            return Some(seg);
+        }
         let data_end = self.data_end();
         if self.snd_nxt >= data_end {
             self.cwnd_limited = false;
@@ -1463,6 +1466,25 @@ impl TcpEndpoint {
             .saturating_sub(self.snd_una + self.win.cwnd)
             .min(end - off);
         Some(seg)
+    }
+
+    /// After a timeout, while the go-back-N runs (Linux `TCP_CA_Loss`): a segment the pass has
+    /// already resent and RACK marks lost again (its retransmission was lost too) goes out
+    /// again when the window has room, as `tcp_xmit_retransmit_queue` resends every lost
+    /// segment in that state. Without it the hole waits for the next timeout, since no fast
+    /// recovery may start below the timeout's recovery point.
+    fn poll_loss_state_rack(&mut self, now: Instant) -> Option<TcpRepr> {
+        if !self.rack_on() || !self.in_rto_recovery() {
+            return None;
+        }
+        let (s, e) = self.rack_next_lost()?;
+        // In flight as the pass counts it: everything below SND.NXT not SACKed.
+        let flight =
+            (self.snd_nxt - self.snd_una) - self.scoreboard.covered(self.snd_una, self.snd_nxt);
+        if s >= self.snd_nxt || flight + (e - s).min(self.smss) > self.win.cwnd {
+            return None;
+        }
+        Some(self.send_range(now, s, e - s, true))
     }
 
     /// Limited transmit (RFC 3042 §2): after the first and the second duplicate ACK, one new
@@ -2000,7 +2022,8 @@ impl TcpEndpoint {
             // `sack_rtt` (Linux `tcp_ack_update_rtt`: `seq_rtt_us < 0` takes `sack_rtt_us`).
             if let Some(t) = sack_sent {
                 let r = now.saturating_since(t);
-                self.rtt.on_sample(now, r);
+                self.rtt
+                    .on_sample_in_round(now, r, ack_off.max(self.snd_una), self.snd_max);
                 self.rtt_sample_hooks(now, r);
             }
             if seg.payload_len == 0
@@ -2151,7 +2174,8 @@ impl TcpEndpoint {
             sample = sack_sent.map(|t| now.saturating_since(t));
         }
         if let Some(r) = sample {
-            self.rtt.on_sample(now, r);
+            self.rtt
+                .on_sample_in_round(now, r, ack_off.max(self.snd_una), self.snd_max);
         }
         self.snd_una = ack_off;
         while let Some(s) = self.sent_log.front_mut() {
@@ -3306,6 +3330,38 @@ mod rack_tests {
             ep.timers[Timer::Rto as usize],
             Some(Instant(200 * MS) + ep.rtt.rto())
         );
+    }
+
+    /// After a timeout the go-back-N has passed 2001 (resent at 300 ms); RACK marks that
+    /// retransmission lost again: it goes out once more before the pass goes on (Linux
+    /// resends every lost segment in the Loss state), and only while pipe leaves room.
+    #[test]
+    fn a_resent_segment_lost_again_during_the_go_back_n_goes_out_again() {
+        let mut ep = sender(&[0, 50, 100, 150]);
+        ep.recover_by_rto = true;
+        ep.last_recover = ep.snd_max;
+        ep.snd_nxt = 3001;
+        ep.win.cwnd = 3000;
+        for s in ep.sent_log.range_mut(..2) {
+            s.retransmitted = true;
+            s.rtx_out = true;
+            s.xmit = Instant(300 * MS);
+        }
+        ep.sent_log[1].lost = true;
+        ep.sent_log[1].rtx_out = false;
+        // In flight below the pass (1..3001, nothing SACKed) = 3000: no room.
+        assert_eq!(ep.poll_loss_state_rack(Instant(500 * MS)), None);
+        ep.win.cwnd = 4000;
+        let seg = ep.poll_loss_state_rack(Instant(500 * MS)).expect("resent");
+        assert_eq!((ep.snd_offset(seg.seq), seg.payload_len), (1001, 1000));
+        assert!(ep.sent_log[1].rtx_out);
+        assert_eq!(ep.snd_nxt, 3001, "the pass goes on where it was");
+        // Not lost again: nothing more to resend out of order.
+        assert_eq!(ep.poll_loss_state_rack(Instant(500 * MS)), None);
+        // Outside the Loss state the go-back-N rule is not this one's business.
+        ep.sent_log[1].rtx_out = false;
+        ep.recover_by_rto = false;
+        assert_eq!(ep.poll_loss_state_rack(Instant(500 * MS)), None);
     }
 
     proptest! {

@@ -54,7 +54,65 @@ impl Ns2Ticks {
     }
 }
 
-/// SRTT, RTTVAR and RTO per RFC 6298 (or ns-2's estimator), with exponential backoff.
+/// Linux's estimator (`tcp_rtt_estimator`, `tcp_set_rto`), in µs as Linux keeps it: the mean
+/// deviation is tracked as RFC 6298's, but negative errors count an eighth, the RTO's
+/// variance term is the largest deviation of the last round trip, at least `min_rto`, and it
+/// decays only a quarter of the way down per round trip. A single RTT jump (a queue filling)
+/// thus keeps the RTO up for several round trips, where RFC 6298's decays on every sample.
+#[derive(Clone, Debug, Default)]
+struct LinuxRtt {
+    /// `srtt_us`: 8·SRTT.
+    srtt8: i64,
+    /// `mdev_us`: 4·mean deviation.
+    mdev4: i64,
+    /// `mdev_max_us`: the largest `mdev_us` of the current round trip, at least the minimum.
+    mdev_max: i64,
+    /// `rttvar_us`: the RTO's variance term.
+    rttvar: i64,
+    /// `rtt_seq`: SND.NXT when the round trip began; an ACK past it ends the round.
+    rtt_seq: u64,
+}
+
+impl LinuxRtt {
+    /// One sample of `m` µs, SND.UNA and SND.NXT after the ACK, `rto_min` µs.
+    fn update(&mut self, m: i64, snd_una: u64, snd_nxt: u64, rto_min: i64) {
+        let mut m = m.max(1);
+        if self.srtt8 != 0 {
+            m -= self.srtt8 >> 3;
+            self.srtt8 += m;
+            if m < 0 {
+                m = -m - (self.mdev4 >> 2);
+                if m > 0 {
+                    m >>= 3;
+                }
+            } else {
+                m -= self.mdev4 >> 2;
+            }
+            self.mdev4 += m;
+            if self.mdev4 > self.mdev_max {
+                self.mdev_max = self.mdev4;
+                self.rttvar = self.rttvar.max(self.mdev_max);
+            }
+            if snd_una > self.rtt_seq {
+                if self.mdev_max < self.rttvar {
+                    self.rttvar -= (self.rttvar - self.mdev_max) >> 2;
+                }
+                self.rtt_seq = snd_nxt;
+                self.mdev_max = rto_min;
+            }
+        } else {
+            self.srtt8 = m << 3;
+            self.mdev4 = m << 1;
+            self.rttvar = self.mdev4.max(rto_min);
+            self.mdev_max = self.rttvar;
+            self.rtt_seq = snd_nxt;
+        }
+        self.srtt8 = self.srtt8.max(1);
+    }
+}
+
+/// SRTT, RTTVAR and RTO per RFC 6298 (or ns-2's or Linux's estimator), with exponential
+/// backoff.
 #[derive(Clone, Debug)]
 pub struct RttEstimator {
     srtt: Option<Duration>,
@@ -71,6 +129,8 @@ pub struct RttEstimator {
     sum_ns: u128,
     /// `Some` with `rtt_estimator = "ns2"`: then SRTT, RTTVAR and the RTO come from here.
     ns2: Option<Ns2Ticks>,
+    /// `Some` with `rtt_estimator = "linux"`: likewise.
+    linux: Option<LinuxRtt>,
 }
 
 impl RttEstimator {
@@ -93,6 +153,7 @@ impl RttEstimator {
             samples: 0,
             sum_ns: 0,
             ns2: None,
+            linux: None,
         }
     }
 
@@ -142,6 +203,15 @@ impl RttEstimator {
                     Duration(phase as u64),
                 )
             }
+            RttEstimatorKind::Linux => Self {
+                linux: Some(LinuxRtt::default()),
+                ..Self::new(
+                    config.initial_rto,
+                    config.min_rto,
+                    config.max_rto,
+                    Duration::ZERO,
+                )
+            },
         }
     }
 
@@ -158,12 +228,28 @@ impl RttEstimator {
     /// Take one RTT measurement R, ending at `now` (§2.2, §2.3, α = 1/8, β = 1/4), clearing
     /// any backoff.
     pub fn on_sample(&mut self, now: Instant, r: Duration) {
+        self.on_sample_in_round(now, r, 0, 0);
+    }
+
+    /// [`Self::on_sample`] from an ACK that leaves SND.UNA at `snd_una` with SND.NXT at
+    /// `snd_nxt` (offsets): Linux's estimator counts round trips with them.
+    pub fn on_sample_in_round(&mut self, now: Instant, r: Duration, snd_una: u64, snd_nxt: u64) {
         self.backoff = 0;
         self.latest = Some(r);
         self.samples += 1;
         self.sum_ns += u128::from(r.as_nanos());
         if let Some(n) = self.ns2.as_mut() {
             n.update(now, r);
+            return;
+        }
+        if let Some(l) = self.linux.as_mut() {
+            let us = |d: Duration| i64::try_from(d.as_nanos() / 1_000).unwrap_or(i64::MAX);
+            l.update(us(r), snd_una, snd_nxt, us(self.min_rto));
+            let srtt = Duration((l.srtt8 >> 3).unsigned_abs() * 1_000);
+            self.srtt = Some(srtt);
+            self.rttvar = Duration((l.mdev4 >> 2).unsigned_abs() * 1_000);
+            let var = Duration(l.rttvar.unsigned_abs() * 1_000);
+            self.base_rto = (srtt + var).min(self.max_rto);
             return;
         }
         let r_ns = r.as_nanos();
@@ -468,5 +554,49 @@ mod tests {
         e.on_sample(SENT + R, R);
         assert_eq!(e.rto(), Duration::from_micros(1_694_700));
         assert_eq!(e.srtt(), Some(R));
+    }
+
+    /// Linux's estimator: the first 600 ms sample gives RTO = 600 + 2·600 ms (as RFC 6298);
+    /// steady samples then shrink the mean deviation, but the RTO's variance term holds for
+    /// the rest of that round trip and the next, then falls a quarter of the way to the
+    /// 200 ms floor per round trip: 1800, 1800, 1550, 1362.5 ms. RFC 6298's would be down to
+    /// SRTT + G = 800 ms after the same eleven samples.
+    #[test]
+    fn linux_keeps_the_variance_term_for_round_trips_not_samples() {
+        use crate::tcp::config::Profile;
+        let linux = TcpConfig::for_profile(Profile::Linux);
+        let mut e = RttEstimator::for_config(&linux, 0);
+        let r = Duration::from_millis(600);
+        e.on_sample_in_round(SENT + r, r, 1, 1000);
+        assert_eq!(e.rto(), Duration::from_millis(1800));
+        for _ in 0..10 {
+            e.on_sample_in_round(SENT + r, r, 500, 1000);
+        }
+        assert_eq!(e.rto(), Duration::from_millis(1800));
+        assert!(e.rttvar() < Duration::from_millis(20), "{:?}", e.rttvar());
+        let mut rfc = RttEstimator::new(
+            Duration::from_secs(1),
+            linux.min_rto,
+            linux.max_rto,
+            linux.min_rto,
+        );
+        for _ in 0..11 {
+            rfc.on_sample(SENT + r, r);
+        }
+        assert_eq!(rfc.rto(), Duration::from_millis(800));
+        e.on_sample_in_round(SENT + r, r, 1001, 2000);
+        assert_eq!(e.rto(), Duration::from_millis(1800));
+        e.on_sample_in_round(SENT + r, r, 2001, 3000);
+        assert_eq!(e.rto(), Duration::from_millis(1550));
+        e.on_sample_in_round(SENT + r, r, 3001, 4000);
+        assert_eq!(e.rto(), Duration::from_micros(1_362_500));
+        // A jump to 900 ms: SRTT moves an eighth, the deviation a quarter of 4 · 300 ms.
+        e.on_sample_in_round(SENT + r, Duration::from_millis(900), 3500, 4000);
+        assert_eq!(e.srtt(), Some(Duration::from_micros(637_500)));
+        assert!(
+            e.rto() >= Duration::from_micros(637_500 + 762_500),
+            "{:?}",
+            e.rto()
+        );
     }
 }
