@@ -1716,7 +1716,13 @@ impl TcpEndpoint {
             return None;
         }
         self.stats.acks_sent += 1;
-        let off = self.snd_nxt;
+        // A pure ACK carries the highest sequence number sent, not SND.NXT, which goes back
+        // to SND.UNA after a timeout: the peer's acceptability check (RFC 9293 §3.10.7.4)
+        // would find the older number below its RCV.NXT, drop the ACK and ignore what it
+        // acknowledges. As BSD's tcp_output ("for ACK only packets ... use snd_max") and
+        // Linux's `tcp_acceptable_seq` (whose snd_nxt never goes back), capped as Linux caps
+        // it at the right edge of the peer's window, which a window probe's byte passes.
+        let off = self.snd_max.min(self.snd_una + self.snd_wnd);
         Some(self.segment(now, off, 0))
     }
 
