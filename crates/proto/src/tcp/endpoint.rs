@@ -610,6 +610,22 @@ impl TcpEndpoint {
                 }
             }
         }
+        // RFC 9293 §3.10.7.4 "first check sequence number", before anything else of the
+        // segment is used: its timestamp (RFC 7323 §5.3 R2 before R3), its ACK and window,
+        // its data. A SYN here is the simultaneous open's SYN-ACK, checked above.
+        if !seg.flags.contains(TcpFlags::SYN) && !self.is_in_window(seg) {
+            // "If an incoming segment is not acceptable, an acknowledgment should be sent in
+            // reply ... After sending the acknowledgment, drop the unacceptable segment and
+            // return." The ACK is at once: a duplicate ACK (RFC 5681 §4.2).
+            self.stats.unacceptable += 1;
+            // Beyond the window rather than old (an old one starts below RCV.NXT).
+            if seg.payload_len > 0 && self.rcv_offset(seg.seq) > self.rcv_nxt as i64 {
+                self.stats.beyond_window += 1;
+            }
+            self.ack_now = true;
+            self.update_timers(now);
+            return;
+        }
         if self.ts_ok {
             if let Some((tsval, _)) = seg.timestamp {
                 // RFC 7323 §4.3: remember TSval of a segment that starts at or before what we
@@ -669,6 +685,39 @@ impl TcpEndpoint {
             self.stats.resets_ignored += 1;
         }
         ok
+    }
+
+    /// The sequence check of RFC 9293 §3.10.7.4 as Linux's `tcp_sequence` makes it: a segment
+    /// is acceptable unless it ends before the RCV.NXT we last acknowledged (Linux's
+    /// `rcv_wup`) or starts beyond the right edge of the window we advertised. An
+    /// unacceptable segment is answered with an ACK and dropped, its ACK field unused.
+    ///
+    /// Where this follows Linux rather than the RFC's four-case table:
+    /// - a segment that ends at or above the RCV.NXT last acknowledged but below RCV.NXT (a
+    ///   retransmission of what we have just acknowledged, or of what our delayed ACK has not
+    ///   yet acknowledged; a pure ACK overtaken by data) is acceptable: its ACK and window are
+    ///   used and its data, a duplicate, draws an immediate ACK in [`Self::process_data`]. The
+    ///   table refuses all of it, dropping a current ACK; BSD goes further and uses the ACK of
+    ///   every old segment;
+    /// - a segment starting exactly at the right edge is acceptable: a pure ACK from a peer that
+    ///   filled our window (BSD takes it too), and with a zero window the probe at RCV.NXT,
+    ///   whose ACK the RFC's "special allowance" keeps; their data is trimmed away and ACKed;
+    /// - only where a segment starts is held against the right edge, so a FIN just beyond the
+    ///   window is kept (the table counts the FIN; Linux's latest `tcp_sequence` also lets it
+    ///   through, "Some stacks are known to handle FIN incorrectly"): our own sender sends its
+    ///   FIN whatever the peer's window.
+    ///
+    /// A segment partly inside the window is acceptable and trimmed to it (the RFC; recent
+    /// Linux, commit 9ca48d616ed7, drops one that passes the right edge unless its receive
+    /// queue is empty).
+    /// Not modelled: PAWS (RFC 7323 §5), and Linux's rate limit on ACKs answering
+    /// out-of-window segments (`tcp_oow_rate_limited`, 500 ms for pure ACKs).
+    fn is_in_window(&self, seg: &TcpRepr) -> bool {
+        let start = self.rcv_offset(seg.seq);
+        let fin = i64::from(seg.flags.contains(TcpFlags::FIN));
+        let end = start + i64::from(seg.payload_len) + fin;
+        let right = self.rcv_adv.max(self.rcv_nxt) as i64;
+        end >= self.last_ack_sent as i64 && start <= right
     }
 
     /// Run every expired timer. Early or repeated calls do nothing.

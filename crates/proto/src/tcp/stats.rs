@@ -29,6 +29,11 @@ pub struct TcpStats {
     pub out_of_order: u64,
     /// Data segments that arrived (partly) beyond the advertised window; their excess is dropped.
     pub beyond_window: u64,
+    /// Segments dropped whole by the sequence check, each answered with an ACK: wholly below
+    /// the window last advertised or starting beyond it (RFC 9293 §3.10.7.4 first check, as
+    /// Linux's `tcp_sequence`; Linux counts the second kind in `TcpExtBeyondWindow`). RSTs and
+    /// SYNs have their own rules and are not counted here.
+    pub unacceptable: u64,
     /// Zero-window probes sent.
     pub window_probes: u64,
     /// Nanoseconds spent in fast recovery / SACK recovery (from the fast retransmit to the ACK
