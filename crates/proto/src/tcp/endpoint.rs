@@ -638,7 +638,10 @@ impl TcpEndpoint {
             }
         }
         if let Some(ack) = seg.ack {
-            self.process_ack(now, seg, ack);
+            if !self.process_ack(now, seg, ack) {
+                self.update_timers(now);
+                return;
+            }
         }
         if seg.payload_len > 0 || seg.flags.contains(TcpFlags::FIN) {
             self.process_data(now, seg, payload);
@@ -1808,15 +1811,29 @@ impl TcpEndpoint {
         seg
     }
 
-    fn process_ack(&mut self, now: Instant, seg: &TcpRepr, ack: SeqNumber) {
+    /// Use the ACK field of an acceptable segment. Returns false when the ACK makes the whole
+    /// segment unacceptable (it is then dropped, its data unused).
+    ///
+    /// RFC 5961 §5.2: the ACK is acceptable only if SND.UNA − MAX.SND.WND ≤ SEG.ACK ≤ SND.NXT
+    /// (SND.NXT here is `snd_max`: ours goes back in go-back-N); outside that range "all
+    /// incoming segments ... MUST be discarded and an ACK sent back", a challenge ACK. As
+    /// Linux's `tcp_ack`, MAX.SND.WND is capped by what has been acknowledged so far, so that
+    /// nothing below our first data byte is taken ("do not accept ACK for bytes we never
+    /// sent"), and both edges draw a challenge ACK (`TCP_TOO_OLD_ACK`, `TCP_ACK_UNSENT_DATA`;
+    /// current Linux sends one at both, kernels before a 2026 fix dropped an ACK of unsent
+    /// data silently).
+    /// Not modelled: Linux's rate limit on challenge ACKs. An ACK below SND.UNA inside the
+    /// range is a duplicate that "can be ignored" (RFC 9293): the segment's data still counts.
+    fn process_ack(&mut self, now: Instant, seg: &TcpRepr, ack: SeqNumber) -> bool {
         let ack_off = self.snd_offset(ack);
-        if ack_off > self.snd_max as i64 {
-            // Acknowledges something never sent (RFC 9293 §3.10.7.4): answer with an ACK.
+        let oldest = self.snd_una.saturating_sub(self.max_snd_wnd).max(1);
+        if ack_off > self.snd_max as i64 || ack_off < oldest as i64 {
+            self.stats.challenge_acks += 1;
             self.ack_now = true;
-            return;
+            return false;
         }
         if ack_off < self.snd_una as i64 {
-            return;
+            return true;
         }
         let ack_off = ack_off as u64;
         let una_before = self.snd_una;
@@ -1926,6 +1943,7 @@ impl TcpEndpoint {
             };
             self.prr_on_ack(delivered, self.snd_una > una_before && !newly_lost);
         }
+        true
     }
 
     /// PRR (RFC 6937 §3.1) as Linux 6.1's `tcp_cwnd_reduction`, in whole segments as Linux

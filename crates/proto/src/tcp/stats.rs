@@ -47,7 +47,9 @@ pub struct TcpStats {
     /// RSTs that did not close the connection (RFC 5961 §3.2: outside the window, or in it but
     /// not at RCV.NXT; in SYN-SENT, not acknowledging our SYN).
     pub resets_ignored: u64,
-    /// Challenge ACKs sent for an in-window RST not at RCV.NXT (RFC 5961 §3.2).
+    /// Challenge ACKs sent: for an in-window RST not at RCV.NXT (RFC 5961 §3.2), and for a
+    /// segment dropped because its ACK lies outside SND.UNA − MAX.SND.WND ..= SND.NXT
+    /// (RFC 5961 §5.2).
     pub challenge_acks: u64,
     /// Segments RACK marked lost (RFC 8985 §6.2 step 5; `rack`), counting a segment again each
     /// time a retransmission of it is deemed lost.
