@@ -636,6 +636,22 @@ impl TcpEndpoint {
                 }
             }
         }
+        // RFC 9293 §3.10.7.4 "first check sequence number", before anything else of the
+        // segment is used: its timestamp (RFC 7323 §5.3 R2 before R3), its ACK and window,
+        // its data. A SYN here is the simultaneous open's SYN-ACK, checked above.
+        if !seg.flags.contains(TcpFlags::SYN) && !self.is_in_window(seg) {
+            // "If an incoming segment is not acceptable, an acknowledgment should be sent in
+            // reply ... After sending the acknowledgment, drop the unacceptable segment and
+            // return." The ACK is at once: a duplicate ACK (RFC 5681 §4.2).
+            self.stats.unacceptable += 1;
+            // Beyond the window rather than old (an old one starts below RCV.NXT).
+            if seg.payload_len > 0 && self.rcv_offset(seg.seq) > self.rcv_nxt as i64 {
+                self.stats.beyond_window += 1;
+            }
+            self.ack_now = true;
+            self.update_timers(now);
+            return;
+        }
         if self.ts_ok {
             if let Some((tsval, _)) = seg.timestamp {
                 // RFC 7323 §4.3: remember TSval of a segment that starts at or before what we
@@ -648,7 +664,10 @@ impl TcpEndpoint {
             }
         }
         if let Some(ack) = seg.ack {
-            self.process_ack(now, seg, ack);
+            if !self.process_ack(now, seg, ack) {
+                self.update_timers(now);
+                return;
+            }
         }
         if seg.payload_len > 0 || seg.flags.contains(TcpFlags::FIN) {
             self.process_data(now, seg, payload);
@@ -695,6 +714,39 @@ impl TcpEndpoint {
             self.stats.resets_ignored += 1;
         }
         ok
+    }
+
+    /// The sequence check of RFC 9293 §3.10.7.4 as Linux's `tcp_sequence` makes it: a segment
+    /// is acceptable unless it ends before the RCV.NXT we last acknowledged (Linux's
+    /// `rcv_wup`) or starts beyond the right edge of the window we advertised. An
+    /// unacceptable segment is answered with an ACK and dropped, its ACK field unused.
+    ///
+    /// Where this follows Linux rather than the RFC's four-case table:
+    /// - a segment that ends at or above the RCV.NXT last acknowledged but below RCV.NXT (a
+    ///   retransmission of what we have just acknowledged, or of what our delayed ACK has not
+    ///   yet acknowledged; a pure ACK overtaken by data) is acceptable: its ACK and window are
+    ///   used and its data, a duplicate, draws an immediate ACK in [`Self::process_data`]. The
+    ///   table refuses all of it, dropping a current ACK; BSD goes further and uses the ACK of
+    ///   every old segment;
+    /// - a segment starting exactly at the right edge is acceptable: a pure ACK from a peer that
+    ///   filled our window (BSD takes it too), and with a zero window the probe at RCV.NXT,
+    ///   whose ACK the RFC's "special allowance" keeps; their data is trimmed away and ACKed;
+    /// - only where a segment starts is held against the right edge, so a FIN just beyond the
+    ///   window is kept (the table counts the FIN; Linux's latest `tcp_sequence` also lets it
+    ///   through, "Some stacks are known to handle FIN incorrectly"): our own sender sends its
+    ///   FIN whatever the peer's window.
+    ///
+    /// A segment partly inside the window is acceptable and trimmed to it (the RFC; recent
+    /// Linux, commit 9ca48d616ed7, drops one that passes the right edge unless its receive
+    /// queue is empty).
+    /// Not modelled: PAWS (RFC 7323 §5), and Linux's rate limit on ACKs answering
+    /// out-of-window segments (`tcp_oow_rate_limited`, 500 ms for pure ACKs).
+    fn is_in_window(&self, seg: &TcpRepr) -> bool {
+        let start = self.rcv_offset(seg.seq);
+        let fin = i64::from(seg.flags.contains(TcpFlags::FIN));
+        let end = start + i64::from(seg.payload_len) + fin;
+        let right = self.rcv_adv.max(self.rcv_nxt) as i64;
+        end >= self.last_ack_sent as i64 && start <= right
     }
 
     /// Run every expired timer. Early or repeated calls do nothing.
@@ -1913,7 +1965,13 @@ impl TcpEndpoint {
             return None;
         }
         self.stats.acks_sent += 1;
-        let off = self.snd_nxt;
+        // A pure ACK carries the highest sequence number sent, not SND.NXT, which goes back
+        // to SND.UNA after a timeout: the peer's acceptability check (RFC 9293 §3.10.7.4)
+        // would find the older number below its RCV.NXT, drop the ACK and ignore what it
+        // acknowledges. As BSD's tcp_output ("for ACK only packets ... use snd_max") and
+        // Linux's `tcp_acceptable_seq` (whose snd_nxt never goes back), capped as Linux caps
+        // it at the right edge of the peer's window, which a window probe's byte passes.
+        let off = self.snd_max.min(self.snd_una + self.snd_wnd);
         Some(self.segment(now, off, 0))
     }
 
@@ -1950,15 +2008,29 @@ impl TcpEndpoint {
         seg
     }
 
-    fn process_ack(&mut self, now: Instant, seg: &TcpRepr, ack: SeqNumber) {
+    /// Use the ACK field of an acceptable segment. Returns false when the ACK makes the whole
+    /// segment unacceptable (it is then dropped, its data unused).
+    ///
+    /// RFC 5961 §5.2: the ACK is acceptable only if SND.UNA − MAX.SND.WND ≤ SEG.ACK ≤ SND.NXT
+    /// (SND.NXT here is `snd_max`: ours goes back in go-back-N); outside that range "all
+    /// incoming segments ... MUST be discarded and an ACK sent back", a challenge ACK. As
+    /// Linux's `tcp_ack`, MAX.SND.WND is capped by what has been acknowledged so far, so that
+    /// nothing below our first data byte is taken ("do not accept ACK for bytes we never
+    /// sent"), and both edges draw a challenge ACK (`TCP_TOO_OLD_ACK`, `TCP_ACK_UNSENT_DATA`;
+    /// current Linux sends one at both, kernels before a 2026 fix dropped an ACK of unsent
+    /// data silently).
+    /// Not modelled: Linux's rate limit on challenge ACKs. An ACK below SND.UNA inside the
+    /// range is a duplicate that "can be ignored" (RFC 9293): the segment's data still counts.
+    fn process_ack(&mut self, now: Instant, seg: &TcpRepr, ack: SeqNumber) -> bool {
         let ack_off = self.snd_offset(ack);
-        if ack_off > self.snd_max as i64 {
-            // Acknowledges something never sent (RFC 9293 §3.10.7.4): answer with an ACK.
+        let oldest = self.snd_una.saturating_sub(self.max_snd_wnd).max(1);
+        if ack_off > self.snd_max as i64 || ack_off < oldest as i64 {
+            self.stats.challenge_acks += 1;
             self.ack_now = true;
-            return;
+            return false;
         }
         if ack_off < self.snd_una as i64 {
-            return;
+            return true;
         }
         let ack_off = ack_off as u64;
         let bbr = self.bbr_on();
@@ -2088,6 +2160,7 @@ impl TcpEndpoint {
             };
             self.prr_on_ack(delivered, self.snd_una > una_before && !newly_lost);
         }
+        true
     }
 
     /// PRR (RFC 6937 §3.1) as Linux 6.1's `tcp_cwnd_reduction`, in whole segments as Linux

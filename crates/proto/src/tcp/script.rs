@@ -799,6 +799,7 @@ impl Runner {
             "acks_sent" => s.acks_sent,
             "out_of_order" => s.out_of_order,
             "beyond_window" => s.beyond_window,
+            "unacceptable" => s.unacceptable,
             "window_probes" => s.window_probes,
             "resets_ignored" => s.resets_ignored,
             "challenge_acks" => s.challenge_acks,

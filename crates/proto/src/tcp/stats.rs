@@ -29,6 +29,11 @@ pub struct TcpStats {
     pub out_of_order: u64,
     /// Data segments that arrived (partly) beyond the advertised window; their excess is dropped.
     pub beyond_window: u64,
+    /// Segments dropped whole by the sequence check, each answered with an ACK: wholly below
+    /// the window last advertised or starting beyond it (RFC 9293 §3.10.7.4 first check, as
+    /// Linux's `tcp_sequence`; Linux counts the second kind in `TcpExtBeyondWindow`). RSTs and
+    /// SYNs have their own rules and are not counted here.
+    pub unacceptable: u64,
     /// Zero-window probes sent.
     pub window_probes: u64,
     /// Nanoseconds spent in fast recovery / SACK recovery (from the fast retransmit to the ACK
@@ -42,7 +47,9 @@ pub struct TcpStats {
     /// RSTs that did not close the connection (RFC 5961 §3.2: outside the window, or in it but
     /// not at RCV.NXT; in SYN-SENT, not acknowledging our SYN).
     pub resets_ignored: u64,
-    /// Challenge ACKs sent for an in-window RST not at RCV.NXT (RFC 5961 §3.2).
+    /// Challenge ACKs sent: for an in-window RST not at RCV.NXT (RFC 5961 §3.2), and for a
+    /// segment dropped because its ACK lies outside SND.UNA − MAX.SND.WND ..= SND.NXT
+    /// (RFC 5961 §5.2).
     pub challenge_acks: u64,
     /// Segments RACK marked lost (RFC 8985 §6.2 step 5; `rack`), counting a segment again each
     /// time a retransmission of it is deemed lost.
