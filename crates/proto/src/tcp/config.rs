@@ -292,6 +292,14 @@ tcp_config! {
     /// the window grows 1.5× per RTT. `linux`: no limit (`tcp_slow_start` adds every segment
     /// acknowledged: 2× per RTT with delayed ACKs); see docs/validation.md.
     abc_segments: u32,
+    /// Retransmissions of the SYN (or SYN-ACK) after which the initial window is one segment
+    /// instead of `initial_window`. Default: 1 (RFC 5681 §3.1, RFC 6928 §2: "if the SYN or
+    /// SYN/ACK is lost"); `linux`: 2 (`tcp_init_transfer`: `total_retrans > 1`, "in light of
+    /// RFC 6298's more aggressive 1 sec initRTO"). On a path with an RTT of 1 s or more the
+    /// first SYN times out just before its SYN-ACK arrives, and Linux keeps IW 10. Linux also
+    /// keeps it when the SYN-ACK's timestamp shows the first SYN arrived
+    /// (`tcp_try_undo_spurious_syn`): not modelled. At least 1.
+    iw1_after_syn_retransmits: u32,
     /// Slow start stops at ssthresh: an ACK that would take cwnd past it adds only up to
     /// ssthresh, and the rest of what it acknowledges counts in congestion avoidance (Linux
     /// `tcp_slow_start` and `tcp_reno_cong_avoid`; Linux's CUBIC, `cubic_variant = "linux"`,
@@ -429,6 +437,7 @@ impl TcpConfig {
             rtt_estimator: RttEstimatorKind::Rfc6298,
             dupthresh: 3,
             abc_segments: 1,
+            iw1_after_syn_retransmits: 1,
             slow_start_to_ssthresh: false,
             ca_byte_counting: false,
             limited_transmit: true,
@@ -461,6 +470,7 @@ impl TcpConfig {
                 min_rto: Duration::from_millis(200),
                 max_rto: Duration::from_secs(120),
                 abc_segments: u32::MAX,
+                iw1_after_syn_retransmits: 2,
                 slow_start_to_ssthresh: true,
                 ca_byte_counting: true,
                 clock_granularity: Duration::from_millis(200),
@@ -530,6 +540,11 @@ impl TcpConfig {
                 "abc_segments: must be at least 1 segment per ACK (1 = RFC 5681, 2 = \
                         RFC 3465's L)"
                     .into(),
+            );
+        }
+        if self.iw1_after_syn_retransmits == 0 {
+            return Err(
+                "iw1_after_syn_retransmits: must be at least 1 (1 = RFC 5681, 2 = Linux)".into(),
             );
         }
         if self.dupthresh == 0 {

@@ -236,6 +236,8 @@ pub struct TcpEndpoint {
     rtt_timing: Option<(u64, Instant)>,
     syn_sent_at: Option<Instant>,
     syn_retransmitted: bool,
+    /// Retransmissions of our SYN or SYN-ACK (`iw1_after_syn_retransmits`).
+    syn_retransmits: u32,
     dupacks: u32,
     recovery: Option<FastRecovery>,
     /// `recover` of the last recovery, to avoid false fast retransmits (RFC 6582 §3.2 step 1).
@@ -356,6 +358,7 @@ impl TcpEndpoint {
             rtt_timing: None,
             syn_sent_at: None,
             syn_retransmitted: false,
+            syn_retransmits: 0,
             dupacks: 0,
             recovery: None,
             last_recover: 0,
@@ -884,8 +887,9 @@ impl TcpEndpoint {
     fn establish(&mut self, now: Instant, seg: &TcpRepr) {
         self.state = State::Established;
         self.established_at = Some(now);
-        // RFC 6928 initial window (RFC 5681 §3.1: one segment if the SYN was retransmitted).
-        let iw = if self.syn_retransmitted {
+        // RFC 6928 initial window (RFC 5681 §3.1: one segment if the SYN was retransmitted;
+        // Linux `tcp_init_transfer` only after more than one retransmission).
+        let iw = if self.syn_retransmits >= self.config.iw1_after_syn_retransmits {
             1
         } else {
             u64::from(self.config.initial_window.clamp(1, 10))
@@ -2179,6 +2183,7 @@ impl TcpEndpoint {
             State::SynSent | State::SynReceived => {
                 self.stats.rto_expirations += 1;
                 self.syn_retransmitted = true;
+                self.syn_retransmits += 1;
                 self.rtt.on_backoff();
                 self.snd_nxt = 0;
                 self.stats.retransmissions += 1;
