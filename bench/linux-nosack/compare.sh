@@ -3,8 +3,9 @@
 # carried by `satpep emu` (issue 37), on two paths:
 #   asym_430k   scenarios/linux_profile/asym_430k.toml: 3 Reno flows, 10 Mb/s / 430 kb/s, 600-packet queue
 #   window_4mb  scenarios/linux_profile/window_4mb.toml: 1 Reno flow, 24 Mb/s, 1 s RTT, 4 MB window
+#   geo_4flows_small_queue (with CASES=...): 4 Reno flows, 10 Mb/s GEO, 100-packet queue
 #   sudo bench/linux-nosack/compare.sh [RUNS] [OUT]      (defaults: 2, results/linux-nosack)
-# Per case and run i (seed i): `satpep emu` with `iperf3 -C reno -t $SECS` (-P 3 on asym_430k)
+# Per case and run i (seed i): `satpep emu` with `iperf3 -C reno -t $SECS` (-P 3 / -P 4 for 3 / 4 flows)
 # from srv to term, tcp_sack = 0 in both namespaces, the receiver's window set through its
 # tcp_rmem (RMEM_ASYM, RMEM_4MB: chosen so that Linux advertises about what the scenario's
 # recv_buffer gives satpep; the largest window Linux advertised is in each result); and
@@ -53,8 +54,9 @@ wait_quiet() {
 # Receive buffers: Linux advertises about rmem x its truesize ratio (tcp_win_from_space): a
 # calibration run advertised 748 672 B with 1 200 000 and 4 186 112 B with 6 700 000 (0.62),
 # so these give about 720 KB and 4 MB.
-declare -A rmem=([asym_430k]="${RMEM_ASYM:-1154000}" [window_4mb]="${RMEM_4MB:-6400000}")
-declare -A par=([asym_430k]="-P 3" [window_4mb]="")
+# geo_4flows_small_queue keeps the emulator's tcp_rmem (autotuning up to 64 MiB).
+declare -A rmem=([asym_430k]="${RMEM_ASYM:-1154000}" [window_4mb]="${RMEM_4MB:-6400000}" [geo_4flows_small_queue]="")
+declare -A par=([asym_430k]="-P 3" [window_4mb]="" [geo_4flows_small_queue]="-P 4")
 allowed_before=$(sysctl -n net.ipv4.tcp_allowed_congestion_control)
 case " $allowed_before " in
 *" reno "*) ;;
@@ -77,10 +79,12 @@ for c in ${CASES:-asym_430k window_4mb}; do
         wait_quiet
         echo "$(date +%T) load $(cut -d' ' -f1-3 /proc/loadavg): emu $c run $i" >&2
         rm -rf "$d" "$d.extra" "$d.stdout"
+        rm_set=""
+        [ -n "${rmem[$c]}" ] && rm_set="'net.ipv4.tcp_rmem=4096 ${rmem[$c]} ${rmem[$c]}'"
         mkdir -p "$d.extra"
         "$bin" emu "$sc" --seed "$i" --out "$d" --duration "$((secs + 30))s" --quiet \
             --server-on term \
-            --server "sysctl -qw net.ipv4.tcp_sack=0 'net.ipv4.tcp_rmem=4096 ${rmem[$c]} ${rmem[$c]}'; iperf3 -s -1 -J" \
+            --server "sysctl -qw net.ipv4.tcp_sack=0 $rm_set; iperf3 -s -1 -J" \
             --client-on srv \
             --client "$PWD/$lp/emu_client.sh {server} reno $secs $d.extra '${par[$c]}' net.ipv4.tcp_sack=0" \
             >"$d.stdout" 2>&1 || echo "emu exit $? ($d)" >&2
