@@ -2183,7 +2183,7 @@ impl TcpEndpoint {
             State::SynSent | State::SynReceived => {
                 self.stats.rto_expirations += 1;
                 self.syn_retransmitted = true;
-                self.syn_retransmits += 1;
+                self.syn_retransmits = self.syn_retransmits.saturating_add(1);
                 self.rtt.on_backoff();
                 self.snd_nxt = 0;
                 self.stats.retransmissions += 1;
