@@ -93,6 +93,21 @@ pub enum RtoSsthresh {
     WindowOnce,
 }
 
+/// What ssthresh is computed from at a fast retransmit (and when a tail loss probe repaired a
+/// loss); the controller then applies its decrease (one half for Reno; Linux's CUBIC always
+/// takes its own cwnd).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FrSsthresh {
+    /// FlightSize, less what limited transmit sent (RFC 5681 eq. 4, §3.2 step 2).
+    #[default]
+    Flight,
+    /// cwnd: Linux's `tcp_reno_ssthresh` halves `snd_cwnd` whatever is outstanding. They differ
+    /// after a NewReno recovery without SACK: the inflated window let new data out on every
+    /// duplicate ACK, so much more than cwnd can still be outstanding when the next loss comes.
+    Window,
+}
+
 /// NewReno (RFC 6582 §4): which partial ACKs restart the retransmission timer.
 #[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -284,6 +299,22 @@ tcp_config! {
     /// the window grows 1.5× per RTT. `linux`: no limit (`tcp_slow_start` adds every segment
     /// acknowledged: 2× per RTT with delayed ACKs); see docs/validation.md.
     abc_segments: u32,
+    /// Retransmissions of the SYN (or SYN-ACK) after which the initial window is one segment
+    /// instead of `initial_window`. Default: 1 (RFC 5681 §3.1, RFC 6928 §2: "if the SYN or
+    /// SYN/ACK is lost"); `linux`: 2 (`tcp_init_transfer`: `total_retrans > 1`, "in light of
+    /// RFC 6298's more aggressive 1 sec initRTO"). On a path with an RTT of 1 s or more the
+    /// first SYN times out just before its SYN-ACK arrives, and Linux keeps IW 10. Linux also
+    /// keeps it when the SYN-ACK's timestamp shows the first SYN arrived
+    /// (`tcp_try_undo_spurious_syn`): not modelled. At least 1.
+    iw1_after_syn_retransmits: u32,
+    /// Slow start stops at ssthresh: an ACK that would take cwnd past it adds only up to
+    /// ssthresh, and the rest of what it acknowledges counts in congestion avoidance (Linux
+    /// `tcp_slow_start` and `tcp_reno_cong_avoid`; Linux's CUBIC, `cubic_variant = "linux"`,
+    /// always does). Without it (RFC 5681 §3.1) an ACK in slow start adds up to
+    /// `abc_segments`, wherever that leaves cwnd; with no ABC limit (`linux`), one cumulative
+    /// ACK after a timeout, covering data that arrived behind the lost head, took cwnd from
+    /// one segment to the whole window. Default: false; `linux`: true.
+    slow_start_to_ssthresh: bool,
     /// Congestion avoidance (Reno) counts bytes acknowledged (RFC 3465 §2.1: one SMSS per
     /// cwnd of data acknowledged), not ACKs (RFC 5681 eq. 3: SMSS²/cwnd per ACK, about half a
     /// segment per RTT with delayed ACKs). Default: false; `linux`: true (`tcp_cong_avoid_ai`
@@ -303,6 +334,9 @@ tcp_config! {
     /// What ssthresh is computed from at a timeout. Default: `"flight"` (RFC 5681 eq. 4);
     /// `linux`: `"window_once"`; `ns2`: `"window"`.
     rto_ssthresh: RtoSsthresh,
+    /// What ssthresh is computed from at a fast retransmit. Default: `"flight"` (RFC 5681
+    /// eq. 4); `linux`: `"window"` (`tcp_reno_ssthresh`: cwnd / 2).
+    fr_ssthresh: FrSsthresh,
     /// NewReno's timer restarts on partial ACKs. Default: `"every"`; `ns2`: `"first"`.
     partial_ack_timer: PartialAckTimer,
     /// NewReno's cwnd at the full ACK (and, for `"ssthresh_and_grow"`, Reno's at the ACK that
@@ -410,11 +444,14 @@ impl TcpConfig {
             rtt_estimator: RttEstimatorKind::Rfc6298,
             dupthresh: 3,
             abc_segments: 1,
+            iw1_after_syn_retransmits: 1,
+            slow_start_to_ssthresh: false,
             ca_byte_counting: false,
             limited_transmit: true,
             limited_transmit_resends: false,
             rto_rearm: RtoRearm::Ack,
             rto_ssthresh: RtoSsthresh::Flight,
+            fr_ssthresh: FrSsthresh::Flight,
             partial_ack_timer: PartialAckTimer::Every,
             full_ack_cwnd: FullAckCwnd::Flight,
             reno_recover_check: false,
@@ -441,10 +478,13 @@ impl TcpConfig {
                 max_rto: Duration::from_secs(120),
                 rtt_estimator: RttEstimatorKind::Linux,
                 abc_segments: u32::MAX,
+                iw1_after_syn_retransmits: 2,
+                slow_start_to_ssthresh: true,
                 ca_byte_counting: true,
                 clock_granularity: Duration::from_millis(200),
                 rto_rearm: RtoRearm::Head,
                 rto_ssthresh: RtoSsthresh::WindowOnce,
+                fr_ssthresh: FrSsthresh::Window,
                 full_ack_cwnd: FullAckCwnd::Ssthresh,
                 reno_recover_check: true,
                 hystart: Hystart::Linux,
@@ -508,6 +548,11 @@ impl TcpConfig {
                 "abc_segments: must be at least 1 segment per ACK (1 = RFC 5681, 2 = \
                         RFC 3465's L)"
                     .into(),
+            );
+        }
+        if self.iw1_after_syn_retransmits == 0 {
+            return Err(
+                "iw1_after_syn_retransmits: must be at least 1 (1 = RFC 5681, 2 = Linux)".into(),
             );
         }
         if self.dupthresh == 0 {

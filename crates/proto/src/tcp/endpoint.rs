@@ -30,7 +30,8 @@ use super::bytes::ByteStore;
 use super::cc::hystart::CSS_GROWTH_DIVISOR;
 use super::cc::{AnyCc, BbrAck, CaState, CongestionControl, HystartPlusPlus, Round, Window};
 use super::config::{
-    FullAckCwnd, Hystart, PartialAckTimer, Recovery, RtoRearm, RtoSsthresh, SackRecovery, TcpConfig,
+    FrSsthresh, FullAckCwnd, Hystart, PartialAckTimer, Recovery, RtoRearm, RtoSsthresh,
+    SackRecovery, TcpConfig,
 };
 use super::ranges::RangeSet;
 use super::rate::{RateSampler, TxState};
@@ -245,6 +246,8 @@ pub struct TcpEndpoint {
     rtt_timing: Option<(u64, Instant)>,
     syn_sent_at: Option<Instant>,
     syn_retransmitted: bool,
+    /// Retransmissions of our SYN or SYN-ACK (`iw1_after_syn_retransmits`).
+    syn_retransmits: u32,
     dupacks: u32,
     recovery: Option<FastRecovery>,
     /// `recover` of the last recovery, to avoid false fast retransmits (RFC 6582 §3.2 step 1).
@@ -351,6 +354,7 @@ impl TcpEndpoint {
                 ssthresh,
                 mss,
                 abc_limit: mss * u64::from(config.abc_segments.max(1)),
+                ss_to_ssthresh: config.slow_start_to_ssthresh,
             },
             rtt,
             local,
@@ -375,6 +379,7 @@ impl TcpEndpoint {
             rtt_timing: None,
             syn_sent_at: None,
             syn_retransmitted: false,
+            syn_retransmits: 0,
             dupacks: 0,
             recovery: None,
             last_recover: 0,
@@ -969,8 +974,9 @@ impl TcpEndpoint {
     fn establish(&mut self, now: Instant, seg: &TcpRepr) {
         self.state = State::Established;
         self.established_at = Some(now);
-        // RFC 6928 initial window (RFC 5681 §3.1: one segment if the SYN was retransmitted).
-        let iw = if self.syn_retransmitted {
+        // RFC 6928 initial window (RFC 5681 §3.1: one segment if the SYN was retransmitted;
+        // Linux `tcp_init_transfer` only after more than one retransmission).
+        let iw = if self.syn_retransmits >= self.config.iw1_after_syn_retransmits {
             1
         } else {
             u64::from(self.config.initial_window.clamp(1, 10))
@@ -1110,7 +1116,15 @@ impl TcpEndpoint {
         let Some(mut f) = self.frto else {
             return;
         };
-        if self.frto_known(&f) > known_before {
+        // Without SACK an ACK that also covers the retransmitted head cannot tell whether the
+        // never retransmitted data above it arrived before the timeout or was waiting at the
+        // receiver behind the lost head: Linux (`tcp_clean_rtx_queue`, since 4.17 "tcp: prevent
+        // bogus FRTO undos with non-SACK flows") drops `FLAG_ORIG_SACK_ACKED` when
+        // `FLAG_RETRANS_DATA_ACKED` is set on a non-SACK connection. Undoing there restored a
+        // cwnd below what was still outstanding, and the flow waited for the next (backed-off)
+        // timeout, again and again (issue 37: 0.112 Mb/s on a 430 kb/s return path).
+        let orig_only = self.sack_ok || una_before >= f.rtx_end;
+        if orig_only && self.frto_known(&f) > known_before {
             // Spurious (Linux `tcp_try_undo_loss(sk, true)` → `tcp_undo_cwnd_reduction`):
             // cwnd and ssthresh back, no go-back-N. BBR's `undo_cwnd` keeps the window (it
             // restores its own when the Loss state ends).
@@ -2116,7 +2130,11 @@ impl TcpEndpoint {
             // newly acknowledged or SACKed.
             let pure_dup =
                 ack_off == una_before && !new_sack && seg.payload_len == 0 && wnd == old_wnd;
-            self.tlp_on_ack(now, ack_off, pure_dup, self.snd_max - una_before);
+            let base = match self.config.fr_ssthresh {
+                FrSsthresh::Flight => self.snd_max - una_before,
+                FrSsthresh::Window => self.win.cwnd,
+            };
+            self.tlp_on_ack(now, ack_off, pure_dup, base);
         }
         let mut rack_lost = false;
         if self.rack_on() {
@@ -2392,6 +2410,15 @@ impl TcpEndpoint {
         self.enter_fast_recovery(now);
     }
 
+    /// What a fast retransmit reduces from (`fr_ssthresh`): FlightSize less what limited
+    /// transmit sent (RFC 5681 eq. 4 and §3.2 step 2), or cwnd (Linux `tcp_reno_ssthresh`).
+    fn ssthresh_base(&self) -> u64 {
+        match self.config.fr_ssthresh {
+            FrSsthresh::Flight => (self.snd_max - self.snd_una).saturating_sub(self.limited_sent),
+            FrSsthresh::Window => self.win.cwnd,
+        }
+    }
+
     /// Fast retransmit and enter fast recovery (RFC 5681 §3.2, RFC 6582, RFC 6675 §5), unless
     /// the losses predate the last recovery.
     fn enter_fast_recovery(&mut self, now: Instant) -> bool {
@@ -2414,7 +2441,7 @@ impl TcpEndpoint {
             return false;
         }
         self.stats.fast_retransmits += 1;
-        let flight = (self.snd_max - self.snd_una).saturating_sub(self.limited_sent);
+        let flight = self.ssthresh_base();
         // A tail loss probe's repair already reduced the window for losses up to
         // `cwr_until`: once per episode (Linux enters recovery from CWR without a new
         // `tcp_init_cwnd_reduction`).
@@ -2468,6 +2495,7 @@ impl TcpEndpoint {
             State::SynSent | State::SynReceived => {
                 self.stats.rto_expirations += 1;
                 self.syn_retransmitted = true;
+                self.syn_retransmits = self.syn_retransmits.saturating_add(1);
                 self.rtt.on_backoff();
                 self.snd_nxt = 0;
                 self.stats.retransmissions += 1;
@@ -3469,6 +3497,77 @@ mod rack_tests {
                 want += u64::from(!lost) + u64::from(rtx);
             }
             prop_assert_eq!(ep.rack_pipe(), want);
+        }
+    }
+}
+
+#[cfg(test)]
+mod linux_reno_tests {
+    use super::*;
+    use crate::tcp::{CcAlgorithm, Profile};
+
+    const MS: u64 = 1_000_000;
+
+    /// A NewReno sender without SACK (SMSS 1000) in the state a NewReno recovery without SACK
+    /// leaves behind: cwnd = ssthresh = 10 000 but 40 000 bytes outstanding (the inflated window
+    /// sent new data on every duplicate ACK, and the full ACK set cwnd to ssthresh).
+    fn after_recovery(p: Profile) -> TcpEndpoint {
+        let mut c = TcpConfig::for_profile(p);
+        c.mss = 1000;
+        c.cc = CcAlgorithm::Reno;
+        c.recovery = Recovery::NewReno;
+        c.sack = false;
+        let mut ep = TcpEndpoint::new(c, (Ipv4Addr::LOCALHOST, 1), (Ipv4Addr::LOCALHOST, 2), 0);
+        ep.state = State::Established;
+        ep.smss = 1000;
+        ep.win.mss = 1000;
+        ep.win.abc_limit = 1000 * u64::from(ep.config.abc_segments);
+        ep.app_written = 60_000;
+        ep.snd_una = 1;
+        ep.snd_nxt = 40_001;
+        ep.snd_max = 40_001;
+        ep.win.cwnd = 10_000;
+        ep.win.ssthresh = 10_000;
+        ep
+    }
+
+    /// `fr_ssthresh`: Linux's `tcp_reno_ssthresh` halves cwnd (5000), RFC 5681 eq. 4 halves
+    /// FlightSize (20 000). With FlightSize, `linux` set ssthresh and cwnd to half of what the
+    /// inflated recovery had sent and the next round burst it out: 5863 drops on a 100-packet
+    /// queue where `rfc` had 177 (scenarios/linux_profile/geo_4flows_small_queue.toml).
+    #[test]
+    fn a_fast_retransmit_halves_cwnd_in_linux_and_flightsize_in_rfc() {
+        let mut linux = after_recovery(Profile::Linux);
+        assert!(linux.enter_fast_recovery(Instant(MS)));
+        assert_eq!(linux.win.ssthresh, 5000);
+        let mut rfc = after_recovery(Profile::Rfc);
+        assert!(rfc.enter_fast_recovery(Instant(MS)));
+        assert_eq!(rfc.win.ssthresh, 20_000);
+    }
+
+    /// `slow_start_to_ssthresh`: after a timeout (cwnd 1000, ssthresh 5000) one ACK covers
+    /// 30 000 bytes that had arrived behind the lost head. Linux's `tcp_slow_start` stops at
+    /// ssthresh and passes the other 26 000 bytes to `tcp_cong_avoid_ai`, SMSS per cwnd of
+    /// them: 26 000 · 1000 / 5000 = 5200 more, 10 200 (Linux counts whole segments: 10). The
+    /// unlimited ABC alone made it 31 000, a burst of 30 segments. `rfc` (L = 1): 2000.
+    #[test]
+    fn slow_start_stops_at_ssthresh_in_linux() {
+        for (p, cwnd) in [(Profile::Linux, 10_200), (Profile::Rfc, 2000)] {
+            let mut ep = after_recovery(p);
+            ep.win.cwnd = 1000;
+            ep.win.ssthresh = 5000;
+            ep.snd_nxt = 1001;
+            ep.cwnd_limited = true;
+            let ack = TcpRepr {
+                src_port: 2,
+                dst_port: 1,
+                seq: SeqNumber(1),
+                ack: Some(ep.iss + 30_001),
+                window: 65_535,
+                ..TcpRepr::default()
+            };
+            ep.on_new_ack(Instant(MS), &ack, 30_001, None);
+            assert_eq!(ep.win.cwnd, cwnd, "{p:?}");
         }
     }
 }

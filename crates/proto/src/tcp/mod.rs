@@ -16,8 +16,8 @@ pub mod script;
 mod stats;
 
 pub use config::{
-    CcAlgorithm, CubicVariant, FullAckCwnd, Hystart, PartialAckTimer, Profile, Recovery, RtoRearm,
-    RtoSsthresh, RttEstimatorKind, SackRecovery, TcpConfig,
+    CcAlgorithm, CubicVariant, FrSsthresh, FullAckCwnd, Hystart, PartialAckTimer, Profile,
+    Recovery, RtoRearm, RtoSsthresh, RttEstimatorKind, SackRecovery, TcpConfig,
 };
 pub use endpoint::{State, TcpEndpoint};
 pub use ranges::RangeSet;

@@ -72,6 +72,7 @@ impl Cubic {
 impl CongestionControl for Cubic {
     fn on_ack(&mut self, now: Instant, acked: u64, w: &mut Window, srtt: Option<Duration>) {
         if w.in_slow_start() {
+            // RFC 9438 §4.10 leaves the rest of an ACK that ends slow start to the stack.
             slow_start(acked, w);
             return;
         }
@@ -155,6 +156,7 @@ mod tests {
             ssthresh: u64::MAX,
             mss,
             abc_limit: mss,
+            ss_to_ssthresh: false,
         }
     }
 
@@ -357,6 +359,7 @@ mod tests {
             ssthresh: 10 * mss,
             mss,
             abc_limit: mss,
+            ss_to_ssthresh: false,
         };
         let mut c = Cubic::new(true);
         // Congestion avoidance: the epoch begins at t = 0.

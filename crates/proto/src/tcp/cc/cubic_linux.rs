@@ -289,6 +289,7 @@ mod tests {
             ssthresh: ssthresh * MSS,
             mss: MSS,
             abc_limit: u64::MAX,
+            ss_to_ssthresh: false,
         }
     }
 

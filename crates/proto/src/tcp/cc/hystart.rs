@@ -243,6 +243,7 @@ mod tests {
             ssthresh: u64::MAX,
             mss: 1000,
             abc_limit: 1000,
+            ss_to_ssthresh: false,
         }
     }
 

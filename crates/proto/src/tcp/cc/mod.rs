@@ -29,6 +29,9 @@ pub struct Window {
     pub mss: u64,
     /// Most bytes one ACK may add in slow start (RFC 3465's L·SMSS; RFC 5681: SMSS).
     pub abc_limit: u64,
+    /// Slow start stops at ssthresh and the rest of the ACK counts in congestion avoidance
+    /// (`slow_start_to_ssthresh`; Linux `tcp_slow_start`).
+    pub ss_to_ssthresh: bool,
 }
 
 impl Window {
@@ -174,7 +177,16 @@ impl AnyCc {
 }
 
 /// Slow start per RFC 5681 §3.1 / RFC 3465: cwnd += min(N, L·SMSS) for each ACK of N new
-/// bytes (L = 1 unless configured).
-pub(crate) fn slow_start(acked: u64, w: &mut Window) {
-    w.cwnd += acked.min(w.abc_limit.max(w.mss));
+/// bytes (L = 1 unless configured). With `ss_to_ssthresh`, as Linux's `tcp_slow_start`: cwnd
+/// goes at most to ssthresh, and the bytes beyond what took it there are returned for
+/// congestion avoidance (0 otherwise).
+pub(crate) fn slow_start(acked: u64, w: &mut Window) -> u64 {
+    let grow = acked.min(w.abc_limit.max(w.mss));
+    if !w.ss_to_ssthresh {
+        w.cwnd += grow;
+        return 0;
+    }
+    let grow = grow.min(w.ssthresh.saturating_sub(w.cwnd));
+    w.cwnd += grow;
+    acked - grow
 }

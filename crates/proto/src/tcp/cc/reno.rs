@@ -30,9 +30,12 @@ impl Reno {
 
 impl CongestionControl for Reno {
     fn on_ack(&mut self, _now: Instant, acked: u64, w: &mut Window, _srtt: Option<Duration>) {
+        let mut acked = acked;
         if w.in_slow_start() {
-            slow_start(acked, w);
-        } else {
+            // Linux `tcp_reno_cong_avoid`: what slow start leaves goes on to `tcp_cong_avoid_ai`.
+            acked = slow_start(acked, w);
+        }
+        if acked > 0 && !w.in_slow_start() {
             // RFC 5681 eq. 3: cwnd += SMSS·SMSS/cwnd per ACK, the fraction carried forward.
             let cwnd = w.cwnd.max(1);
             let unit = if self.byte_counting { acked } else { w.mss };
@@ -67,6 +70,7 @@ mod tests {
             ssthresh: 4000,
             mss: 1000,
             abc_limit: 1000,
+            ss_to_ssthresh: false,
         };
         let mut r = Reno::new(false);
         r.on_ack(Instant::ZERO, 1000, &mut w, None);
@@ -103,6 +107,7 @@ mod tests {
                 ssthresh: 0,
                 mss,
                 abc_limit: mss,
+                ss_to_ssthresh: false,
             };
             let mut r = Reno::new(false);
             for _ in 0..segments {
@@ -128,6 +133,7 @@ mod tests {
                 ssthresh: 0,
                 mss,
                 abc_limit: mss,
+                ss_to_ssthresh: false,
             };
             let mut r = Reno::new(byte_counting);
             for _ in 0..50 {
