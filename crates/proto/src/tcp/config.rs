@@ -375,6 +375,15 @@ tcp_config! {
     /// declares the timeout spurious and restores cwnd and ssthresh (Linux
     /// `tcp_try_undo_loss`). Default: false (RFC 5682 is Experimental); `linux`: true.
     frto: bool,
+    /// A timeout of the SYN (or of the SYN-ACK) also sets ssthresh to 2·SMSS, so that the
+    /// connection leaves slow start at two segments instead of slow-starting into the queue
+    /// that lost its first packet. ns-2 has no handshake, but its packet 0 plays the SYN's
+    /// part: `TcpAgent::timeout` applies the timeout rule (`slowdown(CLOSE_SSTHRESH_HALF|
+    /// CLOSE_CWND_RESTART)`) to the window of one packet that sent it, `(int) 0.5` = 0,
+    /// floored to 2 (ns-2.35 `tcp.cc`, `slowdown`). RFC 5681 §3.1 sets only the initial
+    /// window (one segment) after a lost SYN, which every profile does. Default: false;
+    /// `ns2`: true.
+    syn_rto_ssthresh: bool,
 }
 
 impl TcpConfig {
@@ -423,6 +432,7 @@ impl TcpConfig {
             lost_out_reentry: false,
             tlp: false,
             frto: false,
+            syn_rto_ssthresh: false,
         };
         match p {
             Profile::Rfc => rfc,
@@ -471,6 +481,7 @@ impl TcpConfig {
                 nextseg_rescue: false,
                 reno_recover_check: true,
                 recover_inclusive: true,
+                syn_rto_ssthresh: true,
                 ..rfc
             },
         }

@@ -891,6 +891,10 @@ impl TcpEndpoint {
         self.win.cwnd = iw * self.smss;
         if self.syn_retransmitted {
             self.rtt.on_syn_timeout_established();
+            if self.config.syn_rto_ssthresh {
+                // ns-2's timeout of packet 0: half a one-packet window, floored at 2.
+                self.win.ssthresh = 2 * self.smss;
+            }
         }
         self.read_clock = now;
         self.clear_timer(Timer::Rto);
