@@ -384,6 +384,13 @@ tcp_config! {
     /// window (one segment) after a lost SYN, which every profile does. Default: false;
     /// `ns2`: true.
     syn_rto_ssthresh: bool,
+    /// With SACK, a recovery may start before DupThresh duplicate ACKs when the SACK blocks
+    /// already show a segment lost (RFC 6675 §5: DupAcks ≥ DupThresh *or* IsLost(HighACK +
+    /// 1), more than (DupThresh − 1)·SMSS SACKed above it). Off, only the DupThresh-th
+    /// duplicate ACK starts one: ns-2.35's `Agent/TCP/Sack1` (`tcp-sack1.cc`, `recv`: `if
+    /// (++dupacks_ == numdupacks_)`), whatever the SACK blocks say. Default: true; `ns2`:
+    /// false.
+    sack_loss_entry: bool,
 }
 
 impl TcpConfig {
@@ -433,6 +440,7 @@ impl TcpConfig {
             tlp: false,
             frto: false,
             syn_rto_ssthresh: false,
+            sack_loss_entry: true,
         };
         match p {
             Profile::Rfc => rfc,
@@ -482,6 +490,7 @@ impl TcpConfig {
                 reno_recover_check: true,
                 recover_inclusive: true,
                 syn_rto_ssthresh: true,
+                sack_loss_entry: false,
                 ..rfc
             },
         }

@@ -2083,7 +2083,10 @@ impl TcpEndpoint {
             // counts duplicates only `!tcp_is_rack`).
             return;
         }
-        let sack_says_lost = self.uses_sack() && new_sack && self.loss_boundary() > self.snd_una;
+        let sack_says_lost = self.config.sack_loss_entry
+            && self.uses_sack()
+            && new_sack
+            && self.loss_boundary() > self.snd_una;
         if self.dupacks < self.config.dupthresh && !sack_says_lost {
             return;
         }
