@@ -6,6 +6,8 @@
 #   env: SATPEP=path/to/satpep (default target/release/satpep, built if missing)
 #        JOBS=2 (parallel runs), AGENTS="Newreno Sack1 DelAck", QLIM=20 (ns-2's limit)
 #        SIMTIME=1000, T_MEAS=10 (goodput over [T_MEAS, SIMTIME] s), START_MAX=10 (s)
+#        LOSE_FIRST=1 loses the first flow's first packet on its access link: ns-2's packet 0
+#        (ErrorModel/List index 0), satpep's SYN (error model list [1]); default 0
 #        SATPEP_SET="key=value ..." extra --set for satpep (diagnostics: e.g.
 #        "defaults.tcp.syn_rto_ssthresh=false" to see a behaviour's share)
 #        KEEP=DIR keeps every satpep output folder and ns-2 line under DIR
@@ -41,6 +43,7 @@ simtime=${SIMTIME:-1000}
 t_meas=${T_MEAS:-10}
 qlim=${QLIM:-20}
 start_max=${START_MAX:-10}
+lose_first=${LOSE_FIRST:-0}
 nflows=4
 
 # "STARTS|DELAYS" for a seed: space-separated seconds and milliseconds.
@@ -54,7 +57,7 @@ if [ "${1:-}" = "--one" ]; then
     agent=$2 seed=$3 sim=$4 outdir=$5
     IFS='|' read -r starts delays < <(draw "$seed")
     if [ "$sim" = ns2 ]; then
-        line=$(cd "$outdir" && ns "$tcl" "$agent" "$seed" "$simtime" "$t_meas" "$qlim" "$starts" "$delays" | grep '^ns2 ')
+        line=$(cd "$outdir" && ns "$tcl" "$agent" "$seed" "$simtime" "$t_meas" "$qlim" "$starts" "$delays" "$lose_first" | grep '^ns2 ')
         [ -n "${KEEP:-}" ] && echo "$line" > "$outdir/ns2-$agent-$seed.txt"
         v() { sed -n "s/.* $1=\([0-9.-]*\).*/\1/p" <<<"$line"; }
         gp=$(v goodput_bps) dr=$(v drops) to=$(v timeouts) fr=$(v fastrtx) rx=$(v rexmit_pkts)
@@ -71,6 +74,7 @@ if [ "${1:-}" = "--one" ]; then
             set -- "$@" --set "flow.f$i.start=${st[$((i - 1))]}s" \
                 --set "link.a$i.delay=${dl[$((i - 1))]}ms" --set "link.a${i}r.delay=${dl[$((i - 1))]}ms"
         done
+        [ "$lose_first" = 1 ] && set -- "$@" --set 'link.a1.error={model="list",packets=[1]}'
         for kv in ${SATPEP_SET:-}; do set -- "$@" --set "$kv"; done
         d="$outdir/$sim-$agent-$seed"
         "$satpep" sim -q "$toml" --out "$d" --seed "$seed" --set "duration=${simtime}s" \
@@ -94,7 +98,7 @@ if [ "${FORMAT:-}" = md ]; then exec >/dev/null; fi  # the markdown table goes t
 out=${KEEP:-$(mktemp -d)}
 mkdir -p "$out"
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$out"' EXIT
-echo "# compare-ns2-multiflow: $nseeds seeds, $nflows flows starting in [0, $start_max) s, ns-2 queue limit $qlim, goodput over [$t_meas, $simtime] s, $("$satpep" --version 2>/dev/null || echo satpep ?), ns-2 $(dpkg-query -W -f='${Version}' ns2 2>/dev/null || echo '?')"
+echo "# compare-ns2-multiflow: $nseeds seeds, $nflows flows starting in [0, $start_max) s$([ "$lose_first" = 1 ] && echo ", first flow's first packet lost"), ns-2 queue limit $qlim, goodput over [$t_meas, $simtime] s, $("$satpep" --version 2>/dev/null || echo satpep ?), ns-2 $(dpkg-query -W -f='${Version}' ns2 2>/dev/null || echo '?')"
 {
     for a in $agents; do for s in $(seq 1 "$nseeds"); do for sim in ns2 satpep; do echo "$a $s $sim"; done; done; done
 } | xargs -P "${JOBS:-2}" -L 1 sh -c '"$0" --one "$1" "$2" "$3" "'"$out"'"' "$here/compare-ns2-multiflow.sh" > "$out/raw.txt"

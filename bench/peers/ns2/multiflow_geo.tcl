@@ -1,7 +1,7 @@
 # satpep peer baseline: several bulk TCP flows through one GEO bottleneck with a small drop-tail
 # queue, each flow on its own access link (jittered delay).
 #
-# Usage: ns multiflow_geo.tcl AGENT SEED SIMTIME_S T_MEAS_S QLIM STARTS DELAYS_MS
+# Usage: ns multiflow_geo.tcl AGENT SEED SIMTIME_S T_MEAS_S QLIM STARTS DELAYS_MS [LOSE_FIRST]
 #   AGENT      Newreno | Sack1 | DelAck (Newreno sender, Agent/TCPSink/DelAck: an ACK every
 #              second packet or after interval_ 100 ms); Newreno pairs with Agent/TCPSink,
 #              Sack1 with Agent/TCPSink/Sack1
@@ -10,6 +10,8 @@
 #   QLIM       ns-2 queue-limit of the bottleneck (DropTail: QLIM - 1 waiting + 1 on the wire)
 #   STARTS     one start time per flow, seconds, as one space-separated argument
 #   DELAYS_MS  one access-link delay per flow, milliseconds, one argument
+#   LOSE_FIRST 1: the first flow's packet 0 (ns-2's stand-in for the SYN) is lost on its access
+#              link (ErrorModel/List, index 0); default 0
 # The number of flows is the length of STARTS.
 # NS2_EVAL=TCL is evaluated after the Agent/TCP defaults below (diagnostics).
 #
@@ -26,7 +28,8 @@
 # of ncwndcuts1_ - nrexmit_, rexmit_pkts = sum of nrexmitpack_.
 
 if {$argc < 7} { puts stderr "usage: ns multiflow_geo.tcl AGENT SEED SIMTIME_S T_MEAS_S QLIM STARTS DELAYS_MS"; exit 2 }
-lassign $argv agent seed simtime t_meas qlim starts delays
+lassign $argv agent seed simtime t_meas qlim starts delays lose_first
+if {$lose_first eq ""} { set lose_first 0 }
 set n [llength $starts]
 if {[llength $delays] != $n} { puts stderr "STARTS and DELAYS_MS differ in length"; exit 2 }
 set mss 1000
@@ -63,6 +66,12 @@ for {set i 0} {$i < $n} {incr i} {
     $ns duplex-link $s($i) $r0 100Mb [lindex $delays $i]ms DropTail
     $ns queue-limit $s($i) $r0 1000
     $ns queue-limit $r0 $s($i) 1000
+    if {$i == 0 && $lose_first} {
+        set em [new ErrorModel/List]
+        $em droplist 0
+        $em drop-target [new Agent/Null]
+        $ns lossmodel $em $s($i) $r0
+    }
     set tcp($i) [new Agent/TCP/$sender]
     $tcp($i) set fid_ $i
     $ns attach-agent $s($i) $tcp($i)
