@@ -522,7 +522,13 @@ impl<'s> Builder<'s, '_> {
     }
 
     fn links(&self, nodes: &Nodes) -> Result<Vec<LinkSpec>> {
-        let defaults = self.default_link()?;
+        let mut defaults = self.default_link()?;
+        // The `ns2` profile also orders a link's same-instant events as ns-2 does, unless the
+        // scenario says otherwise (docs/tcp-profiles.md).
+        let ns2 = self.default_tcp()?.get("profile").and_then(Value::as_str) == Some("ns2");
+        if ns2 && !defaults.contains_key("same_instant") {
+            defaults.insert("same_instant".into(), Value::from("arrivals_first"));
+        }
         let mut links: Vec<LinkSpec> = Vec::new();
         let mut taken: HashSet<String> = HashSet::new();
         for (i, t) in self.elements("link")?.iter().enumerate() {

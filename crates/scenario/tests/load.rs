@@ -748,3 +748,44 @@ fn to_tcp_is_laid_over_the_flows_tcp_for_the_to_end_only_and_round_trips() {
     let again = load_str(&text, "<resolved>", &[]).unwrap();
     assert_eq!(again.scenario, l.scenario);
 }
+
+/// `profile = "ns2"` in `[defaults.tcp]` orders every link's same-instant events as ns-2 does
+/// (arrivals first), unless `[defaults.link]` or the link itself says otherwise; a flow's own
+/// profile does not reach the links.
+#[test]
+fn the_ns2_profile_puts_arrivals_first_on_every_link_unless_told() {
+    use satpep_proto::link::SameInstant;
+    let order = |sets: &[&str]| -> Vec<SameInstant> {
+        let l = builtin(sets).unwrap();
+        l.scenario
+            .links
+            .iter()
+            .map(|l| l.config.same_instant)
+            .collect()
+    };
+    let (first, arrivals) = (SameInstant::CompletionsFirst, SameInstant::ArrivalsFirst);
+    assert_eq!(order(&[]), [first; 6]);
+    assert_eq!(order(&["flow.0.tcp.profile=ns2"]), [first; 6]);
+    assert_eq!(order(&["defaults.tcp.profile=ns2"]), [arrivals; 6]);
+    assert_eq!(
+        order(&[
+            "defaults.tcp.profile=ns2",
+            "defaults.link.same_instant=completions_first"
+        ]),
+        [first; 6]
+    );
+    let l = builtin(&[
+        "defaults.tcp.profile=ns2",
+        "link.forward.same_instant=completions_first",
+    ])
+    .unwrap();
+    let s = &l.scenario;
+    for (i, spec) in s.links.iter().enumerate() {
+        let want = if i == link(s, "forward") {
+            first
+        } else {
+            arrivals
+        };
+        assert_eq!(spec.config.same_instant, want, "{}", spec.name);
+    }
+}

@@ -54,6 +54,42 @@ pub struct LinkConfig {
     /// bit errors, but are not delivered or counted as delivered. See [`frame_len`]. Default: 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub encap_overhead: u32,
+    /// Which comes first when a packet arrives at the very instant the serialiser finishes
+    /// one and takes the next from the queue: `"completions_first"` (the slot is free, so a
+    /// full queue takes the arrival) or `"arrivals_first"` (the arrival is offered to the
+    /// queue as it was, full or not, and only then does the head move onto the serialiser;
+    /// ns-2's order, see [`SameInstant`]). Applies to drop-tail queues. Default:
+    /// `"completions_first"`; scenarios whose `[defaults.tcp]` has `profile = "ns2"`:
+    /// `"arrivals_first"`.
+    #[serde(default, skip_serializing_if = "SameInstant::is_default")]
+    pub same_instant: SameInstant,
+}
+
+/// The order of two events at one instant on a link: an arrival, and the completion that
+/// frees a queue slot.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Eq, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SameInstant {
+    /// The completion first: the arrival finds the slot the departing head left, whichever
+    /// order the driver feeds the two in.
+    #[default]
+    CompletionsFirst,
+    /// The arrival first, as in ns-2.35: its scheduler runs events of equal time in the
+    /// order they were scheduled (`CalendarScheduler::insert` places an event after those of
+    /// the same time), and the arrival was scheduled when the upstream hop began sending it
+    /// (`LinkDelay::recv`: transmission time plus propagation delay ahead), the queue's
+    /// `resume` only when this hop began its current packet (transmission time ahead); so
+    /// whenever the upstream hop's transmission time plus delay exceed this hop's
+    /// transmission time, `Queue::recv` → `DropTail::enque` sees the queue before
+    /// `Queue::resume` takes its head, and drops the arrival when it is full.
+    ArrivalsFirst,
+}
+
+impl SameInstant {
+    fn is_default(&self) -> bool {
+        *self == Self::CompletionsFirst
+    }
 }
 
 /// Bytes a packet of `wire_len` IP bytes occupies on a link (or a DAMA carrier) that adds
@@ -102,6 +138,7 @@ impl Default for LinkConfig {
             outages: Vec::new(),
             arq: None,
             encap_overhead: 0,
+            same_instant: SameInstant::CompletionsFirst,
         }
     }
 }

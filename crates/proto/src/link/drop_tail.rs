@@ -40,12 +40,19 @@ impl DropTail {
 
     /// Whether `entry` fits under both limits on top of what waits.
     pub fn admits(&self, entry: &QueuedPacket) -> bool {
+        self.admits_beside(entry, 0, 0)
+    }
+
+    /// Whether `entry` fits under both limits on top of what waits and `packets` more packets
+    /// of `bytes` bytes in all (a head that left for the serialiser at this very instant,
+    /// when arrivals come first: [`crate::link::SameInstant::ArrivalsFirst`]).
+    pub fn admits_beside(&self, entry: &QueuedPacket, packets: usize, bytes: u64) -> bool {
         let too_many = self
             .limit_packets
-            .is_some_and(|limit| self.fifo.len() + 1 > limit);
+            .is_some_and(|limit| self.fifo.len() + packets + 1 > limit);
         let too_big = self
             .limit_bytes
-            .is_some_and(|limit| self.fifo.bytes() + entry.pkt.wire_len() > limit);
+            .is_some_and(|limit| self.fifo.bytes() + bytes + entry.pkt.wire_len() > limit);
         !(too_many || too_big)
     }
 }

@@ -29,7 +29,7 @@ mod stats;
 pub use arq::ArqConfig;
 pub use channel::ChannelReleaseConfig;
 pub use config::{
-    frame_len, Compression, ErrorModelConfig, LinkConfig, QueueConfig, QueueKind,
+    frame_len, Compression, ErrorModelConfig, LinkConfig, QueueConfig, QueueKind, SameInstant,
     MAX_ENCAP_OVERHEAD,
 };
 pub use drop_tail::DropTail;

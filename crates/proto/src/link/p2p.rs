@@ -6,7 +6,9 @@
 //! packets leave exactly `tx_time` apart. A packet is corrupted or not when its serialisation
 //! completes, and is delivered `delay` later. All events at one instant are applied
 //! "completions first": a packet arriving at the instant the serialiser frees a queue slot
-//! finds that slot free, whichever order the driver feeds the two in.
+//! finds that slot free, whichever order the driver feeds the two in. With
+//! [`SameInstant::ArrivalsFirst`] (ns-2's order) a drop-tail queue instead judges such an
+//! arrival as if the head were still waiting, again whichever order the two come in.
 //!
 //! Serialisation completions are applied lazily by every input (`handle_*`, `poll_transmit`,
 //! `set_rate`), so a driver that wakes us late changes nothing but the instant packets come out.
@@ -20,7 +22,7 @@
 
 use std::collections::VecDeque;
 
-use super::config::{frame_len, Compression, LinkConfig};
+use super::config::{frame_len, Compression, LinkConfig, SameInstant};
 use super::error_model::ErrorModel;
 use super::queue::{AnyQueue, QueueDisc, QueuedPacket};
 use super::schedule::Schedules;
@@ -77,6 +79,10 @@ pub struct Link {
     stats: LinkStats,
     /// Drops not yet reported through [`Node::poll_drop`].
     drops: DropLog,
+    /// With [`SameInstant::ArrivalsFirst`]: the instant a completion last moved the head of
+    /// the queue onto the serialiser, and that packet's length (bytes).
+    head_left: Option<(Instant, u64)>,
+    arrivals_first: bool,
 }
 
 /// Link-layer ARQ state: frames whose NAK is under way, and the frame numbering that keeps
@@ -160,6 +166,8 @@ impl Link {
             queue_since: Instant::ZERO,
             stats: LinkStats::default(),
             drops: DropLog::default(),
+            head_left: None,
+            arrivals_first: config.same_instant == SameInstant::ArrivalsFirst,
             channel: config
                 .channel_release
                 .map(|c| Box::new(super::channel::Channel::new(c))),
@@ -402,7 +410,7 @@ impl Link {
                 _ => Some(done.entry),
             };
             let Some(QueuedPacket { mut pkt, .. }) = entry else {
-                self.start_next(t);
+                self.start_next_after_completion(t);
                 continue;
             };
             if lost {
@@ -454,12 +462,26 @@ impl Link {
                     }),
                 }
             }
-            self.start_next(t);
+            self.start_next_after_completion(t);
             if self.serialising.is_none() {
                 if let Some(s) = &mut self.schedules {
                     s.on_idle();
                 }
             }
+        }
+    }
+
+    /// [`Link::start_next`] at the completion instant `t`; with arrivals first, remember a
+    /// head that left the queue then, for an arrival at the same instant.
+    #[inline]
+    fn start_next_after_completion(&mut self, t: Instant) {
+        if !self.arrivals_first {
+            return self.start_next(t);
+        }
+        let (packets, bytes) = (self.queue.len_packets(), self.queue.len_bytes());
+        self.start_next(t);
+        if self.queue.len_packets() < packets {
+            self.head_left = Some((t, bytes - self.queue.len_bytes()));
         }
     }
 
@@ -554,6 +576,15 @@ impl Node for Link {
             enqueued_at: now,
         };
         self.account_queue(now);
+        // ns-2's order: judged against the queue as it was before a head left at this instant.
+        if let Some((_, bytes)) = self.head_left.filter(|&(t, _)| t == now) {
+            if self.queue.admits_before_departure(&entry, bytes) == Some(false) {
+                self.stats.queue_drops += 1;
+                self.drops
+                    .push(Dropped::of(&entry.pkt, DropReason::QueueFull));
+                return;
+            }
+        }
         // An idle, plain link with an empty drop-tail queue: the packet would go in and come
         // straight out (what `start_next` does, without the queue's push and pop). Most
         // arrivals on a link that is not the bottleneck are of this kind.

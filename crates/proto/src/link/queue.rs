@@ -104,6 +104,17 @@ impl AnyQueue {
         }
     }
 
+    /// For a drop-tail queue whose head left for the serialiser at this instant, `bytes` long:
+    /// whether `entry` would be taken in had it arrived before that head left (ns-2's order,
+    /// [`crate::link::SameInstant::ArrivalsFirst`]). `None` for the other disciplines, which
+    /// keep their own order.
+    pub fn admits_before_departure(&self, entry: &QueuedPacket, bytes: u64) -> Option<bool> {
+        match self {
+            Self::DropTail(q) => Some(q.admits_beside(entry, 1, bytes)),
+            Self::Ack(_) => None,
+        }
+    }
+
     /// [`with_epoch`](Self::with_epoch) on a queue already in place (a link's).
     pub fn set_epoch(&mut self, epoch: u32) {
         if let Self::Ack(q) = self {

@@ -416,6 +416,22 @@ tcp_config! {
     /// declares the timeout spurious and restores cwnd and ssthresh (Linux
     /// `tcp_try_undo_loss`). Default: false (RFC 5682 is Experimental); `linux`: true.
     frto: bool,
+    /// A timeout of the SYN (or of the SYN-ACK) also sets ssthresh to 2·SMSS, so that the
+    /// connection leaves slow start at two segments instead of slow-starting into the queue
+    /// that lost its first packet. ns-2 has no handshake, but its packet 0 plays the SYN's
+    /// part: `TcpAgent::timeout` applies the timeout rule (`slowdown(CLOSE_SSTHRESH_HALF|
+    /// CLOSE_CWND_RESTART)`) to the window of one packet that sent it, `(int) 0.5` = 0,
+    /// floored to 2 (ns-2.35 `tcp.cc`, `slowdown`). RFC 5681 §3.1 sets only the initial
+    /// window (one segment) after a lost SYN, which every profile does. Default: false;
+    /// `ns2`: true.
+    syn_rto_ssthresh: bool,
+    /// With SACK, a recovery may start before DupThresh duplicate ACKs when the SACK blocks
+    /// already show a segment lost (RFC 6675 §5: DupAcks ≥ DupThresh *or* IsLost(HighACK +
+    /// 1), more than (DupThresh − 1)·SMSS SACKed above it). Off, only the DupThresh-th
+    /// duplicate ACK starts one: ns-2.35's `Agent/TCP/Sack1` (`tcp-sack1.cc`, `recv`: `if
+    /// (++dupacks_ == numdupacks_)`), whatever the SACK blocks say. Default: true; `ns2`:
+    /// false.
+    sack_loss_entry: bool,
 }
 
 impl TcpConfig {
@@ -467,6 +483,8 @@ impl TcpConfig {
             lost_out_reentry: false,
             tlp: false,
             frto: false,
+            syn_rto_ssthresh: false,
+            sack_loss_entry: true,
         };
         match p {
             Profile::Rfc => rfc,
@@ -519,6 +537,8 @@ impl TcpConfig {
                 nextseg_rescue: false,
                 reno_recover_check: true,
                 recover_inclusive: true,
+                syn_rto_ssthresh: true,
+                sack_loss_entry: false,
                 ..rfc
             },
         }

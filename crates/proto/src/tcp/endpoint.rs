@@ -984,6 +984,10 @@ impl TcpEndpoint {
         self.win.cwnd = iw * self.smss;
         if self.syn_retransmitted {
             self.rtt.on_syn_timeout_established();
+            if self.config.syn_rto_ssthresh {
+                // ns-2's timeout of packet 0: half a one-packet window, floored at 2.
+                self.win.ssthresh = 2 * self.smss;
+            }
         }
         self.read_clock = now;
         self.clear_timer(Timer::Rto);
@@ -2403,7 +2407,10 @@ impl TcpEndpoint {
             // counts duplicates only `!tcp_is_rack`).
             return;
         }
-        let sack_says_lost = self.uses_sack() && new_sack && self.loss_boundary() > self.snd_una;
+        let sack_says_lost = self.config.sack_loss_entry
+            && self.uses_sack()
+            && new_sack
+            && self.loss_boundary() > self.snd_una;
         if self.dupacks < self.config.dupthresh && !sack_says_lost {
             return;
         }

@@ -327,6 +327,54 @@ fn packet_arriving_as_the_serialiser_frees_finds_the_slot_free_in_either_order()
     }
 }
 
+/// ns-2's order (`same_instant = "arrivals_first"`): the same #3 at 8 ms is offered to the
+/// queue while #2 still waits in it, finds it full (limit 1) and is dropped, whether the link
+/// had already applied the completion at 8 ms (settled, as after another input at that
+/// instant) or not. With room for two, it is kept and leaves as before.
+#[test]
+fn arrivals_first_drops_a_packet_arriving_as_the_serialiser_frees_a_full_queue() {
+    let ns2 = |limit| LinkConfig {
+        same_instant: SameInstant::ArrivalsFirst,
+        ..config(MBPS, 250, Some(limit), None)
+    };
+    for settled in [false, true] {
+        let mut l = link(&ns2(1));
+        for (now, p) in burst(2, 1000) {
+            l.handle_packet(now, PortId(0), p);
+        }
+        if settled {
+            l.settle(ms(8));
+            assert_eq!((l.is_busy(), l.queue_len_packets()), (true, 0));
+        }
+        l.handle_packet(ms(8), PortId(0), pkt(3, 1000));
+        let out = drive(&mut l, Vec::new(), &[0], true);
+        assert_eq!(out, [(ms(258), 1), (ms(266), 2)], "settled {settled}");
+        assert_eq!(l.stats().queue_drops, 1, "settled {settled}");
+    }
+    // One instant later the slot is free in either order.
+    let mut l = link(&ns2(1));
+    let mut arrivals = burst(2, 1000);
+    arrivals.push((Instant(8 * MS + 1), pkt(3, 1000)));
+    let out = drive(&mut l, arrivals, &[0], true);
+    assert_eq!(out, [(ms(258), 1), (ms(266), 2), (ms(274), 3)]);
+    // A byte limit counts the departing head too: 1000 bytes hold #3 only once #2 has left.
+    let mut l = link(&LinkConfig {
+        same_instant: SameInstant::ArrivalsFirst,
+        ..config(MBPS, 250, None, Some(1000))
+    });
+    let mut arrivals = burst(2, 1000);
+    arrivals.push((ms(8), pkt(3, 1000)));
+    let out = drive(&mut l, arrivals, &[0], true);
+    assert_eq!(out, [(ms(258), 1), (ms(266), 2)]);
+    // Room for two: kept, in order.
+    let mut l = link(&ns2(2));
+    let mut arrivals = burst(2, 1000);
+    arrivals.push((ms(8), pkt(3, 1000)));
+    let out = drive(&mut l, arrivals, &[0], true);
+    assert_eq!(out, [(ms(258), 1), (ms(266), 2), (ms(274), 3)]);
+    assert_eq!(l.stats().queue_drops, 0);
+}
+
 #[test]
 fn a_lone_packet_never_counts_as_queued() {
     let mut l = link(&config(MBPS, 250, Some(1), None));
