@@ -693,9 +693,11 @@ fn the_daemons_over_the_test_topology() {
     let split_1mb = download(&h, 1_000_000);
     println!("split: first byte {split:.4} s, 1 MB {split_1mb:.2} s");
     // What a relay could add is delay (PEPsal's waiting writes: about 200 ms); a split first
-    // byte faster than the baseline is the two best-of-5 samples' spread, not a fault.
+    // byte faster than the baseline is the two best-of-5 samples' spread, not a fault. The
+    // bound is a quarter of that defect, not the spread of an idle machine: 5 ms failed at
+    // 5.5 ms with builds running beside the test.
     assert!(
-        split - no_pep < 0.005,
+        split - no_pep < 0.050,
         "split TCP delayed the first byte by {:.1} ms",
         (split - no_pep) * 1e3
     );

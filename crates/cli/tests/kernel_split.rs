@@ -433,12 +433,13 @@ fn the_kernel_engine_is_transparent_both_ways_byte_exact_and_adds_no_first_byte_
     );
 
     // No added time to first byte: the relay writes each byte at once (TCP_NODELAY, no
-    // coalescing wait), so a split 1 kB response starts within 5 ms of an unsplit one (a
-    // Nagle or delayed-ACK stall would add 40 ms or more).
+    // coalescing wait), so a split 1 kB response starts within 20 ms of an unsplit one (a
+    // Nagle or delayed-ACK stall would add 40 ms or more; an idle machine measures under
+    // 5 ms, one running two builds beside the test 9 ms).
     let pep_ttfb = ttfb_ms(&net, 15);
     println!("median TTFB of a 1 kB response: {pep_ttfb:.2} ms split, {no_pep_ttfb:.2} ms without");
     assert!(
-        pep_ttfb <= no_pep_ttfb + 5.0,
+        pep_ttfb <= no_pep_ttfb + 20.0,
         "median TTFB {pep_ttfb:.2} ms through the engine against {no_pep_ttfb:.2} ms without"
     );
 

@@ -392,3 +392,46 @@ queue = { limit_packets = 833 }"#,
         "HyStart++ {plus_plus} retransmissions, none {plain}"
     );
 }
+
+/// The deployment test path (20/2 Mb/s, 300 ms each way, 1000-packet queues) with a packet
+/// error rate of 1e-2 on both directions: loss-based CUBIC is held near the Mathis bound
+/// (MSS/RTT · 1.22/√p ≈ 2.4 Mb/s at 600 ms), where BBR, which does not read random loss as
+/// congestion, keeps most of the link (Linux's BBR in the emulator: 14.2 Mb/s,
+/// docs/tcp-profiles.md "BBR").
+#[test]
+fn bbr_keeps_its_rate_under_random_loss_where_cubic_collapses() {
+    let run = |cc: &str| {
+        let text = path(
+            r#"rate = "20Mbps"
+delay = "300ms"
+queue = { limit_packets = 1000 }
+error = { model = "per", per = 0.01 }"#,
+            r#"rate = "2Mbps"
+delay = "300ms"
+queue = { limit_packets = 1000 }
+error = { model = "per", per = 0.01 }"#,
+            &format!(
+                "profile = \"linux\"\ncc = \"{cc}\"\nrecv_buffer = \"64MB\"\nsend_buffer = \"64MB\""
+            ),
+            r#"{ kind = "bulk", duration = "40s" }"#,
+            "seed = 1",
+        );
+        let mut sim = build(&text);
+        sim.run_until(at(20.0));
+        let at20 = sim.opener(0).bytes_acked();
+        sim.run_until(at(40.0));
+        let ep = sim.opener(0);
+        let rate = (ep.bytes_acked() - at20) as f64 * 8.0 / 20.0;
+        println!("{cc}: {rate:.0} b/s, {:?}", ep.stats());
+        (rate, ep.pacing_rate())
+    };
+    let (cubic, cubic_pacing) = run("cubic");
+    let (bbr, bbr_pacing) = run("bbr");
+    assert_eq!(cubic_pacing, None);
+    assert!(cubic < 4e6, "CUBIC {cubic:.0} b/s");
+    assert!(bbr > 13e6, "BBR {bbr:.0} b/s");
+    // Its pacing rate sits at the bottleneck's payload rate (≈ 19.3 Mb/s) give or take the
+    // gain cycle's ±25 %.
+    let pacing = bbr_pacing.unwrap_or(0) as f64 * 8.0;
+    assert!((14e6..25e6).contains(&pacing), "pacing {pacing:.0} b/s");
+}

@@ -1722,6 +1722,9 @@ impl TcpEndpoint {
                 let seg = &mut self.sent_log[i];
                 self.rate
                     .on_delivered(&mut seg.tx, s.xmit, s.end, s.end - s.start, true);
+                if !s.retransmitted {
+                    self.rate.on_clean_delivery(s.sent);
+                }
             }
         }
     }
@@ -2280,7 +2283,11 @@ impl TcpEndpoint {
             if s.tx.delivered_time.is_some() {
                 // Not SACKed before: delivered now (`tcp_clean_rtx_queue`).
                 let (xmit, end, len) = (s.xmit, s.end, s.end - s.start);
+                let clean = (!s.retransmitted).then_some(s.sent);
                 self.rate.on_delivered(&mut s.tx, xmit, end, len, false);
+                if let Some(sent) = clean {
+                    self.rate.on_clean_delivery(sent);
+                }
             }
             self.sent_log.pop_front();
         }

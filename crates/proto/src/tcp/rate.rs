@@ -79,6 +79,9 @@ pub(crate) struct RateSampler {
     /// This ACK so far.
     newest: Option<Newest>,
     acked_sacked: u64,
+    /// Send time of the most recently sent segment this ACK delivered that was never
+    /// retransmitted: its RTT is the ACK's sample (Linux `ca_rtt_us`, from `last_ackt`).
+    newest_clean: Option<Instant>,
     /// Least RTT sample over the connection (`tcp_min_rtt`; Linux keeps a 300 s window, which
     /// the runs this model serves do not outlast).
     min_rtt: Option<Duration>,
@@ -135,6 +138,11 @@ impl RateSampler {
         }
     }
 
+    /// The ACK being processed delivers a segment first sent at `sent` and never retransmitted.
+    pub fn on_clean_delivery(&mut self, sent: Instant) {
+        self.newest_clean = Some(self.newest_clean.map_or(sent, |t| t.max(sent)));
+    }
+
     /// Record an RTT sample for the minimum the validity check uses.
     pub fn on_rtt(&mut self, rtt: Duration) {
         self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
@@ -145,7 +153,10 @@ impl RateSampler {
         self.lost += lost;
     }
 
-    /// Close the ACK (`tcp_rate_gen`): count what it delivered and build its sample.
+    /// Close the ACK (`tcp_rate_gen`): count what it delivered and build its sample. Its RTT is
+    /// that of the newest segment delivered never retransmitted, at the clock's full
+    /// resolution as Linux's skb timestamps; `rtt` (from the timestamp echo, in whole
+    /// milliseconds) only when there is none.
     pub fn generate(
         &mut self,
         now: Instant,
@@ -153,6 +164,14 @@ impl RateSampler {
         rtt: Option<Duration>,
         prior_in_flight: u64,
     ) -> RateSample {
+        let rtt = self
+            .newest_clean
+            .take()
+            .map(|t| now.saturating_since(t))
+            .or(rtt);
+        if let Some(r) = rtt {
+            self.on_rtt(r);
+        }
         let delivered_now = std::mem::take(&mut self.acked_sacked);
         self.delivered += delivered_now;
         if self.app_limited != 0 && self.delivered > self.app_limited {
@@ -319,5 +338,25 @@ mod tests {
         r.on_delivered(&mut u, ms(10), 4000, 1000, false);
         r.generate(ms(20), 0, None, 0);
         assert!(!r.is_app_limited());
+    }
+
+    /// The ACK's RTT comes from the newest never-retransmitted segment it delivers, to the
+    /// nanosecond, before any timestamp-echo sample; it also lowers the minimum.
+    #[test]
+    fn the_rtt_is_the_newest_clean_segments_at_full_resolution() {
+        let mut r = RateSampler::default();
+        let mut t = r.on_sent(ms(0), true);
+        r.on_delivered(&mut t, ms(0), 1000, 1000, false);
+        r.on_clean_delivery(Instant(1_000_000));
+        r.on_clean_delivery(Instant(300_000));
+        let rs = r.generate(Instant(601_264_000), 0, Some(Duration::from_millis(600)), 0);
+        assert_eq!(rs.rtt, Some(Duration(600_264_000)));
+        let rs = r.generate(Instant(700_000_000), 0, Some(Duration::from_millis(599)), 0);
+        assert_eq!(
+            rs.rtt,
+            Some(Duration::from_millis(599)),
+            "no clean segment: the echo"
+        );
+        assert_eq!(r.min_rtt, Some(Duration::from_millis(599)));
     }
 }

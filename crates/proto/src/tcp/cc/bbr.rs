@@ -764,6 +764,7 @@ mod tests {
             ssthresh: u64::MAX,
             mss: MSS,
             abc_limit: MSS,
+            ss_to_ssthresh: false,
         }
     }
 
