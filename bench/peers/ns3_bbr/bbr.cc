@@ -8,7 +8,7 @@
 // different DataRates: srv's device sends at 20 Mb/s, term's at 2 Mb/s. Each device has a
 // 1000-packet DropTailQueue and the traffic-control layer is removed (ns-3 would otherwise put
 // FqCoDel in front of every device), so each direction is a plain 1000-packet drop-tail FIFO as in
-// satpep. Packet errors: a RateErrorModel (ERROR_UNIT_PACKET, rate --per) as the
+// satpep (a full queue's drops are made by the traffic-control layer, see below). Packet errors: a RateErrorModel (ERROR_UNIT_PACKET, rate --per) as the
 // ReceiveErrorModel of the receiving device of each direction, so every packet (SYN, data, ACK)
 // is lost with probability PER after it used the link, like satpep's `error = { model = "per" }`.
 //
@@ -56,6 +56,8 @@ uint32_t g_rtos = 0;
 uint32_t g_recoveries = 0;
 uint64_t g_fwdDrops = 0;
 uint64_t g_retDrops = 0;
+uint64_t g_fwdQueueDrops = 0;
+uint64_t g_retQueueDrops = 0;
 uint32_t g_cwnd = 0;
 uint32_t g_maxCwnd = 0;
 uint32_t g_ssth = 0;
@@ -264,6 +266,21 @@ main(int argc, char* argv[])
     devs.Get(0)->TraceConnectWithoutContext("PhyRxDrop",
                                             MakeCallback(+[](Ptr<const Packet>) { ++g_retDrops; }));
 
+    // Drops of a full queue. The device's DropTailQueue never drops itself: the device stops its
+    // transmit queue when no packet more fits (1000 queued), and with no queue disc installed the
+    // traffic-control layer then drops the packet it was handed (TrafficControlLayer "TcDrop").
+    // Both traces are counted.
+    for (uint32_t i = 0; i < 2; ++i)
+    {
+        uint64_t* n = i == 0 ? &g_fwdQueueDrops : &g_retQueueDrops;
+        Callback<void, Ptr<const Packet>> cb = MakeBoundCallback(
+            +[](uint64_t* c, Ptr<const Packet>) { ++*c; }, n);
+        DynamicCast<PointToPointNetDevice>(devs.Get(i))
+            ->GetQueue()
+            ->TraceConnectWithoutContext("Drop", cb);
+        nodes.Get(i)->GetObject<TrafficControlLayer>()->TraceConnectWithoutContext("TcDrop", cb);
+    }
+
     Ipv4AddressHelper addr;
     addr.SetBase("10.0.0.0", "255.255.255.0");
     Ipv4InterfaceContainer ifs = addr.Assign(devs);
@@ -310,7 +327,8 @@ main(int argc, char* argv[])
     double gp = end > 0 ? g_rx * 8.0 / end : 0.0;
     std::printf("ns3 cc=%s per=%g run=%u goodput_bps=%.3f bytes_delivered=%llu written=%llu "
                 "completion_s=%s data_segments=%llu retransmissions=%llu rtos=%u recoveries=%u "
-                "fwd_error_drops=%llu ret_error_drops=%llu max_cwnd_bytes=%u\n",
+                "fwd_error_drops=%llu ret_error_drops=%llu fwd_queue_drops=%llu ret_queue_drops=%llu "
+                "max_cwnd_bytes=%u\n",
                 cc.c_str(),
                 per,
                 run,
@@ -324,6 +342,8 @@ main(int argc, char* argv[])
                 g_recoveries,
                 (unsigned long long)g_fwdDrops,
                 (unsigned long long)g_retDrops,
+                (unsigned long long)g_fwdQueueDrops,
+                (unsigned long long)g_retQueueDrops,
                 g_maxCwnd);
     if (g_trace)
         std::fclose(g_trace);
