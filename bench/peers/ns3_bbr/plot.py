@@ -3,7 +3,8 @@
 scenarios/bbr/deploy.toml, PER 0 / 1e-3 / 1e-2, one seed (100 ms samples from both; time from the
 start of the run, when both send their SYN). ns-3 3.37 traces no smoothed RTT: its row shows the
 last RTT sample instead.
-Usage: plot.py OUT PNG [SEED=1] [CC=bbr]   (OUT as bench/peers/ns3_bbr/run.sh writes it)"""
+Usage: plot.py OUT PNG [SEED=1] [CC=bbr] [NS3_LABEL="ns-3 3.37"]
+(OUT as bench/peers/ns3_bbr/run.sh writes it)"""
 import csv, sys
 
 import matplotlib
@@ -13,6 +14,7 @@ import matplotlib.pyplot as plt
 out, png = sys.argv[1], sys.argv[2]
 seed = sys.argv[3] if len(sys.argv) > 3 else "1"
 cc = sys.argv[4] if len(sys.argv) > 4 else "bbr"
+ns3_label = sys.argv[5] if len(sys.argv) > 5 else "ns-3 3.37"
 
 
 def num(x):
@@ -41,7 +43,7 @@ PERS = (("0", "PER 0"), ("0.001", "PER 1e-3"), ("0.01", "PER 1e-2"))
 fig, axes = plt.subplots(4, 3, figsize=(15, 12), sharex=True)
 for col, (per, label) in enumerate(PERS):
     tag = f"{cc}-per{per}-seed{seed}"
-    for name, fn, colour in ((f"ns-3 3.37 Tcp{cc.capitalize()}", ns3, "C0"), (f"satpep {cc} (sim)", sim, "C3")):
+    for name, fn, colour in ((f"{ns3_label} Tcp{cc.capitalize()}", ns3, "C0"), (f"satpep {cc} (sim)", sim, "C3")):
         try:
             series = fn(tag)
         except (OSError, KeyError, ValueError) as e:

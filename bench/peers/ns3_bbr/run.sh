@@ -7,6 +7,10 @@
 # Usage: bench/peers/ns3_bbr/run.sh [SEEDS] [OUT]        (defaults: 3, results/ns3_bbr)
 #   env: SATPEP=path/to/satpep (default target/release/satpep, built with cargo if missing)
 #        CCS="bbr cubic" (congestion controls), PERS="0 0.001 0.01", JOBS=2 (parallel runs)
+#        NS3_BUILD=DIR: an ns-3 CMake build directory (DIR/include, DIR/lib/libns3.VERSION-*.so)
+#        to build against instead of Debian's 3.37, e.g. an upstream release configured with
+#        -DNS3_ENABLED_MODULES="core;network;internet;point-to-point;applications;traffic-control"
+#        (docs/bbr-ns3.md); use another OUT for it
 # Needs: apt-get install -y ns3 libns3-dev (ns-3 3.37), g++, python3.
 #
 # Seeds: satpep `sim --seed S`, ns-3 `--run=S` (RngRun; RngSeed 1), S = 1..SEEDS. Same law, not the
@@ -56,16 +60,30 @@ scenario=$root/scenarios/bbr/deploy.toml
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-if [ ! -f /usr/include/ns3/tcp-bbr.h ]; then
-    echo "ns-3 headers missing: apt-get update && apt-get install -y ns3 libns3-dev" >&2
-    exit 1
+if [ -n "${NS3_BUILD:-}" ]; then
+    core=$(ls "$NS3_BUILD"/lib/libns3.*-core*.so | head -1)
+    v=$(basename "$core" | sed 's/^libns3\.\([0-9.]*\)-core\(.*\)\.so$/\1/')
+    sfx=$(basename "$core" | sed 's/^libns3\.[0-9.]*-core\(.*\)\.so$/\1/')
+    ns3flags=(-std=c++20 -I"$NS3_BUILD/include" -L"$NS3_BUILD/lib" -Wl,-rpath,"$NS3_BUILD/lib")
+    for m in core network internet point-to-point applications traffic-control stats bridge; do
+        ns3flags+=("-lns3.$v-$m$sfx")
+    done
+    ns3src="$NS3_BUILD/lib/libns3.$v-internet$sfx.so"
+    ns3label="ns-3 $v"
+else
+    if [ ! -f /usr/include/ns3/tcp-bbr.h ]; then
+        echo "ns-3 headers missing: apt-get update && apt-get install -y ns3 libns3-dev" >&2
+        exit 1
+    fi
+    # Debian's ns3-*.pc files name libgsl.so (libgsl-dev) in their Libs: link the modules by name.
+    ns3flags=(-std=c++17 -lns3-core -lns3-network -lns3-internet -lns3-point-to-point
+        -lns3-applications -lns3-traffic-control)
+    ns3src=/usr/include/ns3/tcp-bbr.h
+    ns3label="ns-3 3.37"
 fi
-# Debian's ns3-*.pc files name libgsl.so (libgsl-dev) in their Libs, so link the modules by name.
-if [ ! -x "$out/bbr" ] || [ "$here/bbr.cc" -nt "$out/bbr" ]; then
+if [ ! -x "$out/bbr" ] || [ "$here/bbr.cc" -nt "$out/bbr" ] || [ "$ns3src" -nt "$out/bbr" ]; then
     echo "building $out/bbr" >&2
-    nice g++ -std=c++17 -O2 -DNDEBUG "$here/bbr.cc" -o "$out/bbr" \
-        -lns3-core -lns3-network -lns3-internet -lns3-point-to-point -lns3-applications \
-        -lns3-traffic-control
+    nice g++ -O2 -DNDEBUG "$here/bbr.cc" -o "$out/bbr" "${ns3flags[@]}"
 fi
 if [ ! -x "$satpep" ]; then
     echo "building satpep (nice cargo build --release -p satpep)" >&2
@@ -79,5 +97,5 @@ done; done; done | xargs -P "$jobs" -L 1 sh -c '"$0" --one "$@" "'"$out"'"' "$he
 
 python3 "$here/report.py" "$out" "$seeds" "$ccs" "$pers"
 if python3 -c 'import matplotlib' 2>/dev/null; then
-    python3 "$here/plot.py" "$out" "$out/bbr-ns3.png" >&2 || true
+    python3 "$here/plot.py" "$out" "$out/bbr-ns3.png" 1 bbr "$ns3label" >&2 || true
 fi
